@@ -1,0 +1,242 @@
+"""The memory record, the graph, the execution log, and the write plan.
+
+Domain models only: no I/O, no HTTP shapes (those live in `jennah.api.dto`).
+Times are timezone-aware UTC datetimes. Valid time is `valid_at` (None means
+unbounded past) to `invalid_at` (None means still valid); transaction time is
+`created_at` (commit timestamp) to `retired_at`.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from enum import StrEnum
+
+from pydantic import BaseModel, ConfigDict, Field
+
+EMBEDDING_DIMENSIONS = 384
+
+
+class ScopeRef(BaseModel):
+    """Every stored row belongs to exactly one enterprise and one scope."""
+
+    model_config = ConfigDict(frozen=True)
+
+    enterprise_id: str
+    scope_id: str
+
+
+class MemoryType(StrEnum):
+    IDENTITY = "identity"
+    DIRECTIVE = "directive"
+    PREFERENCE = "preference"
+    FACT = "fact"
+    CONSTRAINT = "constraint"
+    RELATIONSHIP = "relationship"
+
+
+class Strength(StrEnum):
+    HARD = "hard"
+    SOFT = "soft"
+
+
+class Authority(StrEnum):
+    USER_EXPLICIT = "user_explicit"
+    USER_STATED = "user_stated"
+    INFERRED = "inferred"
+    SYSTEM = "system"
+
+
+class Status(StrEnum):
+    ACTIVE = "active"
+    DORMANT = "dormant"
+    EXPIRED = "expired"
+    SUPERSEDED = "superseded"
+    RETRACTED = "retracted"
+
+
+class Durability(StrEnum):
+    DURABLE = "durable"
+    SEASONAL = "seasonal"
+    PASSING = "passing"
+
+
+class Sensitivity(StrEnum):
+    NORMAL = "normal"
+    HEALTH = "health"
+    FINANCES = "finances"
+    MINORS = "minors"
+
+
+class MemoryRecord(BaseModel):
+    """One claim: a chunk written by memory:commit, a formed fact, or a keyed memory."""
+
+    # identity
+    id: str
+    scope: ScopeRef
+    key: str | None = None
+    revision: int = 1
+    content_hash: str = ""
+    # content
+    text: str
+    summary: str = ""
+    about: str = ""
+    when_to_use: str = ""
+    type: MemoryType = MemoryType.FACT
+    metadata: dict[str, str] = Field(default_factory=dict)
+    # weight and trust
+    strength: Strength = Strength.SOFT
+    pin: bool = False
+    authority: Authority = Authority.SYSTEM
+    confidence: float = 1.0
+    sensitivity: Sensitivity = Sensitivity.NORMAL
+    # time, bi-temporal
+    valid_at: datetime | None = None
+    invalid_at: datetime | None = None
+    valid_until: datetime | None = None
+    created_at: datetime | None = None
+    updated_at: datetime | None = None
+    retired_at: datetime | None = None
+    # lifecycle
+    status: Status = Status.ACTIVE
+    supersedes: str | None = None
+    superseded_by: str | None = None
+    durability: Durability = Durability.DURABLE
+    reinforcement_count: int = 0
+    last_reinforced_at: datetime | None = None
+    # retrieval: unit-length embedding of subject + summary + when-to-use text
+    embedding: list[float] | None = None
+
+
+class Evidence(BaseModel):
+    """One line of a memory's evidence ledger."""
+
+    memory_id: str
+    ref: str
+    quote: str
+    recorded_at: datetime
+
+
+class GraphNode(BaseModel):
+    """An entity. `node_type` is assign-once: the first class written sticks."""
+
+    node_id: str
+    label: str = ""
+    node_type: str | None = None
+    properties: dict[str, str] = Field(default_factory=dict)
+    created_at: datetime | None = None
+    updated_at: datetime | None = None
+
+
+class GraphEdge(BaseModel):
+    """A relationship between two nodes, valid over a window of valid time."""
+
+    edge_id: str
+    source: str
+    relation: str
+    target: str
+    properties: dict[str, str] = Field(default_factory=dict)
+    valid_at: datetime | None = None
+    invalid_at: datetime | None = None
+    created_at: datetime | None = None
+    retired_at: datetime | None = None
+    supersedes: str | None = None
+    superseded_by: str | None = None
+
+
+class MemoryLink(BaseModel):
+    """A directed link between two memory records (keyed memory, at most 12 per record)."""
+
+    source_id: str
+    target_id: str
+    created_at: datetime | None = None
+
+
+class ExecutionLogStep(BaseModel):
+    """The rendered turns of a formation that wrote memory (`jennah.turn_offsets` in metadata)."""
+
+    step_id: str
+    tool_input: str
+    metadata: dict[str, str] = Field(default_factory=dict)
+    created_at: datetime | None = None
+
+
+class FormationKeyRecord(BaseModel):
+    """Committed in the same transaction as the memory a formation wrote."""
+
+    formation_key: str
+    fingerprint: str
+    receipt_json: str
+    committed_at: datetime | None = None
+
+
+class Closure(BaseModel):
+    """Close the validity window of an open chunk or edge: a supersession.
+
+    The adapter applies it only if the target exists and is still open;
+    otherwise the whole commit fails and nothing is written. A closure that
+    was already applied identically (same `invalid_at` and `superseded_by`)
+    is a no-op, so retrying a commit is idempotent.
+    """
+
+    target_id: str
+    invalid_at: datetime
+    superseded_by: str
+
+
+class CommitPlan(BaseModel):
+    """Everything one commit writes, applied in ONE transaction, all or nothing.
+
+    Chunks and edges are create-or-replace on their content-derived ids: a
+    replace updates content and metadata but never reopens or moves a closed
+    validity window (only closures change validity). Nodes are
+    create-or-replace except `node_type`, which is kept once set.
+    """
+
+    scope: ScopeRef
+    chunks: list[MemoryRecord] = Field(default_factory=list)
+    nodes: list[GraphNode] = Field(default_factory=list)
+    edges: list[GraphEdge] = Field(default_factory=list)
+    chunk_closures: list[Closure] = Field(default_factory=list)
+    edge_closures: list[Closure] = Field(default_factory=list)
+    evidence: list[Evidence] = Field(default_factory=list)
+    links: list[MemoryLink] = Field(default_factory=list)
+    steps: list[ExecutionLogStep] = Field(default_factory=list)
+    formation_key: FormationKeyRecord | None = None
+
+
+class CommitResult(BaseModel):
+    commit_timestamp: datetime
+    chunks_written: int = 0
+    nodes_written: int = 0
+    edges_written: int = 0
+    chunk_supersessions: int = 0
+    edge_supersessions: int = 0
+
+
+class FilterOperator(StrEnum):
+    EQUALS = "OPERATOR_EQUALS"
+    NOT_EQUALS = "OPERATOR_NOT_EQUALS"
+    IN = "OPERATOR_IN"
+
+
+class MetadataFilter(BaseModel):
+    """A filter on one metadata key (or, for nodes, on NodeId / Label / NodeType).
+
+    EQUALS matches a record whose key has the value; IN matches any of the
+    values; NOT_EQUALS matches a record whose key is absent or has another value.
+    """
+
+    key: str
+    operator: FilterOperator = FilterOperator.EQUALS
+    values: list[str]
+
+
+class ScoredRecord(BaseModel):
+    record: MemoryRecord
+    score: float
+
+
+class Direction(StrEnum):
+    OUTBOUND = "DIRECTION_OUTBOUND"
+    INBOUND = "DIRECTION_INBOUND"
+    ANY = "DIRECTION_ANY"

@@ -1,0 +1,85 @@
+"""The memory store port: the system of record for memory, graph and logs.
+
+Two adapters implement it, SQLite (embedded default) and Cloud Spanner
+(production); one contract suite (`tests/contract`) runs against both. Every
+method is confined to one `ScopeRef`: no method reads or writes another
+enterprise's or scope's rows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Protocol
+
+from jennah.domain.models import (
+    CommitPlan,
+    CommitResult,
+    Direction,
+    ExecutionLogStep,
+    GraphEdge,
+    GraphNode,
+    MemoryRecord,
+    MetadataFilter,
+    ScopeRef,
+    ScoredRecord,
+)
+
+
+class MemoryStore(Protocol):
+    def apply(self, plan: CommitPlan) -> CommitResult:
+        """Write the whole plan in ONE transaction, or nothing.
+
+        Raises NotFound when a closure names a chunk or edge that does not
+        exist, FailedPrecondition when it names one already closed differently.
+        `commit_timestamp` is the transaction's commit time; it becomes the
+        `created_at` of rows this commit inserted.
+        """
+        ...
+
+    def search_chunks(
+        self,
+        scope: ScopeRef,
+        vector: Sequence[float],
+        top_k: int,
+        filters: Sequence[MetadataFilter],
+        as_of: datetime,
+    ) -> list[ScoredRecord]:
+        """Nearest chunks by cosine similarity among those valid at `as_of` that
+        match every filter; best first, ties broken by id ascending."""
+        ...
+
+    def get_chunks(self, scope: ScopeRef, ids: Sequence[str]) -> list[MemoryRecord]:
+        """The named chunks that exist (any validity), in id order."""
+        ...
+
+    def list_chunks(
+        self, scope: ScopeRef, as_of: datetime | None, limit: int, offset: int
+    ) -> list[MemoryRecord]:
+        """Chunks valid at `as_of` (every row when None), ordered by id."""
+        ...
+
+    def find_nodes(
+        self, scope: ScopeRef, filters: Sequence[MetadataFilter], limit: int
+    ) -> list[GraphNode]:
+        """Nodes matching every filter on NodeId, Label or NodeType, ordered by node id."""
+        ...
+
+    def get_nodes(self, scope: ScopeRef, node_ids: Sequence[str]) -> list[GraphNode]: ...
+
+    def edges_touching(
+        self,
+        scope: ScopeRef,
+        node_ids: Sequence[str],
+        relations: Sequence[str],
+        direction: Direction,
+        as_of: datetime | None,
+    ) -> list[GraphEdge]:
+        """Edges leaving (OUTBOUND), entering (INBOUND) or touching (ANY) the
+        nodes, of the given relations (all when empty), valid at `as_of`
+        (every edge when None), ordered by edge id."""
+        ...
+
+    def get_edges(self, scope: ScopeRef, edge_ids: Sequence[str]) -> list[GraphEdge]: ...
+
+    def get_step(self, scope: ScopeRef, step_id: str) -> ExecutionLogStep | None: ...

@@ -1,0 +1,171 @@
+"""memory:query: semantic search and graph traversal, now or as of a valid time."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from datetime import datetime
+
+from pydantic import BaseModel, Field
+
+from jennah.domain.models import (
+    Direction,
+    GraphEdge,
+    GraphNode,
+    MetadataFilter,
+    ScopeRef,
+    ScoredRecord,
+)
+from jennah.errors import InvalidArgument
+from jennah.ports.embedder import Embedder
+from jennah.ports.store import MemoryStore
+from jennah.services.commands import GraphQuery, QueryCommand, SemanticQuery
+
+MAX_TOP_K = 100
+MAX_GRAPH_LIMIT = 1000
+MAX_DEPTH = 3
+MAX_QUERY_TEXT_LENGTH = 4000
+MAX_FILTERS = 16
+NODE_FILTER_KEYS = ("NodeId", "Label", "NodeType")
+
+
+class ReachedNode(BaseModel):
+    node: GraphNode
+    depth: int
+
+
+class GraphResult(BaseModel):
+    nodes: list[ReachedNode] = Field(default_factory=list)
+    edges: list[GraphEdge] = Field(default_factory=list)
+
+
+class QueryResult(BaseModel):
+    semantic: list[ScoredRecord] | None = None
+    graph: GraphResult | None = None
+    embedding_ms: float = 0.0
+    search_ms: float = 0.0
+
+
+def query(
+    command: QueryCommand,
+    store: MemoryStore,
+    embedder: Embedder,
+    now: Callable[[], datetime],
+) -> QueryResult:
+    """Answer the semantic and/or graph sections of one query."""
+    if command.semantic is None and command.graph is None:
+        raise InvalidArgument(
+            "the query is empty: give a semantic section, a graph section, or both"
+        )
+    instant = now()
+    result = QueryResult()
+    if command.semantic is not None:
+        _semantic(command.scope, command.semantic, store, embedder, instant, result)
+    if command.graph is not None:
+        result.graph = _graph(command.scope, command.graph, store, instant)
+    return result
+
+
+def _semantic(
+    scope: ScopeRef,
+    semantic: SemanticQuery,
+    store: MemoryStore,
+    embedder: Embedder,
+    instant: datetime,
+    result: QueryResult,
+) -> None:
+    if not semantic.query_text.strip():
+        raise InvalidArgument("semantic.queryText must not be empty", field="semantic.queryText")
+    if len(semantic.query_text) > MAX_QUERY_TEXT_LENGTH:
+        raise InvalidArgument(
+            f"semantic.queryText is {len(semantic.query_text)} characters; at most "
+            f"{MAX_QUERY_TEXT_LENGTH} are allowed",
+            field="semantic.queryText",
+        )
+    if not 1 <= semantic.top_k <= MAX_TOP_K:
+        raise InvalidArgument(
+            f"semantic.topK must be between 1 and {MAX_TOP_K}; got {semantic.top_k}",
+            field="semantic.topK",
+        )
+    _check_filters(semantic.filters, "semantic.filters", keys=None)
+    started = time.perf_counter()
+    vector = embedder.embed(semantic.query_text)
+    embedded = time.perf_counter()
+    result.semantic = store.search_chunks(
+        scope, vector, semantic.top_k, semantic.filters, semantic.as_of_valid or instant
+    )
+    result.embedding_ms = (embedded - started) * 1000
+    result.search_ms = (time.perf_counter() - embedded) * 1000
+
+
+def _check_filters(filters: list[MetadataFilter], field: str, keys: tuple[str, ...] | None) -> None:
+    if len(filters) > MAX_FILTERS:
+        raise InvalidArgument(
+            f"{field} has {len(filters)} filters; at most {MAX_FILTERS} are allowed", field=field
+        )
+    for i, flt in enumerate(filters):
+        if keys is not None and flt.key not in keys:
+            raise InvalidArgument(
+                f"{field}[{i}].key {flt.key!r} is not a node filter key; use one of "
+                + ", ".join(keys),
+                field=f"{field}[{i}].key",
+            )
+        if not flt.values:
+            raise InvalidArgument(
+                f"{field}[{i}] needs a value (or values for OPERATOR_IN)",
+                field=f"{field}[{i}].value",
+            )
+
+
+def _graph(
+    scope: ScopeRef, graph: GraphQuery, store: MemoryStore, instant: datetime
+) -> GraphResult:
+    if not 1 <= graph.limit <= MAX_GRAPH_LIMIT:
+        raise InvalidArgument(
+            f"graph.limit must be between 1 and {MAX_GRAPH_LIMIT}; got {graph.limit}",
+            field="graph.limit",
+        )
+    _check_filters(graph.start_filters, "graph.start.filters", keys=NODE_FILTER_KEYS)
+    traversal = graph.traversal
+    depth = traversal.depth if traversal is not None else 0
+    if not 0 <= depth <= MAX_DEPTH:
+        raise InvalidArgument(
+            f"graph.traversal.depth must be between 0 and {MAX_DEPTH}; got {depth}",
+            field="graph.traversal.depth",
+        )
+    as_of = graph.as_of_valid or instant
+    start = store.find_nodes(scope, graph.start_filters, graph.limit)
+    out = GraphResult(nodes=[ReachedNode(node=n, depth=0) for n in start])
+    seen = {n.node_id for n in start}
+    edges: dict[str, GraphEdge] = {}
+    frontier = [n.node_id for n in start]
+    for level in range(1, depth + 1):
+        if not frontier or len(seen) >= graph.limit:
+            break
+        assert traversal is not None
+        found = store.edges_touching(
+            scope, frontier, traversal.relations, traversal.direction, as_of
+        )
+        next_ids: list[str] = []
+        for edge in found:
+            edges.setdefault(edge.edge_id, edge)
+            for node_id in _far_ends(edge, frontier, traversal.direction):
+                if node_id not in seen and len(seen) + len(next_ids) < graph.limit:
+                    seen.add(node_id)
+                    next_ids.append(node_id)
+        reached = store.get_nodes(scope, next_ids)
+        out.nodes.extend(ReachedNode(node=n, depth=level) for n in reached)
+        frontier = [n.node_id for n in reached]
+    kept = {r.node.node_id for r in out.nodes}
+    out.edges = [e for e in edges.values() if e.source in kept and e.target in kept]
+    return out
+
+
+def _far_ends(edge: GraphEdge, frontier: list[str], direction: Direction) -> list[str]:
+    ends: list[str] = []
+    members = set(frontier)
+    if direction in (Direction.OUTBOUND, Direction.ANY) and edge.source in members:
+        ends.append(edge.target)
+    if direction in (Direction.INBOUND, Direction.ANY) and edge.target in members:
+        ends.append(edge.source)
+    return ends

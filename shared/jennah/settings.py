@@ -1,0 +1,34 @@
+"""One Settings object, read once from the environment (prefix JENNAH_)."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+from typing import Literal
+
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="JENNAH_", extra="ignore")
+
+    # which adapters to wire
+    store: Literal["sqlite", "spanner"] = "sqlite"
+    embedder: Literal["minilm", "hashing"] = "minilm"
+
+    # embedded default
+    data_dir: Path = Path.home() / ".jennah"
+
+    # Cloud Spanner (SPANNER_EMULATOR_HOST switches the client to the emulator)
+    spanner_project: str = "jennah-local"
+    spanner_instance: str = "jennah"
+    spanner_database: str = "memory"
+    spanner_timeout_seconds: float = 30.0
+
+    # the CLI's server
+    endpoint: str = "http://127.0.0.1:8080"
+
+
+@lru_cache(maxsize=1)
+def get_settings() -> Settings:
+    return Settings()
