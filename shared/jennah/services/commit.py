@@ -98,7 +98,7 @@ def _node(node: NodeInput, field: str) -> GraphNode:
             "are allowed",
             field=f"{field}.label",
         )
-    if node.node_type is not None and not NAME_PATTERN.match(node.node_type):
+    if node.node_type and not NAME_PATTERN.match(node.node_type):
         raise InvalidArgument(
             f"{field}.nodeType {node.node_type[:80]!r} must be 1-64 characters of letters, "
             "digits, '_', '.' and '-'",

@@ -1,0 +1,186 @@
+"""memory:query's service layer: bounds, and the traversal it runs over the store."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import UTC, datetime
+
+import pytest
+
+from jennah.adapters.embedding.hashing import HashingEmbedder
+from jennah.domain import rules
+from jennah.domain.models import (
+    Direction,
+    GraphEdge,
+    GraphNode,
+    MetadataFilter,
+    ScopeRef,
+    ScoredRecord,
+)
+from jennah.errors import InvalidArgument
+from jennah.services.commands import GraphQuery, QueryCommand, SemanticQuery, Traversal
+from jennah.services.query import MAX_DEPTH, MAX_TOP_K, QueryResult, query
+
+SCOPE = ScopeRef(enterprise_id="ent", scope_id="bot")
+NOW = datetime(2026, 11, 29, tzinfo=UTC)
+KEYS = {"NodeId": "node_id", "Label": "label", "NodeType": "node_type"}
+
+
+class GraphStore:
+    """Just enough of a store for the traversal: a chain a -> b -> c -> d, and e -> a."""
+
+    def __init__(self) -> None:
+        self.nodes = {n: GraphNode(node_id=n, label=n.upper()) for n in "abcde"}
+        self.nodes["a"].node_type = "Person"
+        pairs = [("a", "b"), ("b", "c"), ("c", "d"), ("e", "a")]
+        self.edges = [
+            GraphEdge(edge_id=f"{s}{t}", source=s, relation="next", target=t) for s, t in pairs
+        ]
+        self.searched: list[tuple[int, datetime]] = []
+
+    def find_nodes(
+        self, scope: ScopeRef, filters: Sequence[MetadataFilter], limit: int
+    ) -> list[GraphNode]:
+        def fields(n: GraphNode) -> dict[str, str]:
+            raw = {k: getattr(n, attr) for k, attr in KEYS.items()}
+            return {k: v for k, v in raw.items() if v is not None}
+
+        hits = [
+            n
+            for n in self.nodes.values()
+            if all(rules.matches_filter(fields(n), f) for f in filters)
+        ]
+        return hits[:limit]
+
+    def get_nodes(self, scope: ScopeRef, node_ids: Sequence[str]) -> list[GraphNode]:
+        return [self.nodes[n] for n in sorted(node_ids) if n in self.nodes]
+
+    def edges_touching(
+        self,
+        scope: ScopeRef,
+        node_ids: Sequence[str],
+        relations: Sequence[str],
+        direction: Direction,
+        as_of: datetime | None,
+    ) -> list[GraphEdge]:
+        ids = set(node_ids)
+        out = [
+            e
+            for e in self.edges
+            if (direction is not Direction.INBOUND and e.source in ids)
+            or (direction is not Direction.OUTBOUND and e.target in ids)
+        ]
+        return [e for e in out if not relations or e.relation in relations]
+
+    def search_chunks(
+        self,
+        scope: ScopeRef,
+        vector: Sequence[float],
+        top_k: int,
+        filters: Sequence[MetadataFilter],
+        as_of: datetime,
+    ) -> list[ScoredRecord]:
+        self.searched.append((top_k, as_of))
+        return []
+
+
+def ask(command: QueryCommand, store: GraphStore | None = None) -> QueryResult:
+    return query(command, store or GraphStore(), HashingEmbedder(), lambda: NOW)  # type: ignore[arg-type]
+
+
+def start_at(
+    node: str, depth: int, direction: Direction = Direction.OUTBOUND, limit: int = 100
+) -> QueryCommand:
+    return QueryCommand(
+        scope=SCOPE,
+        graph=GraphQuery(
+            start_filters=[MetadataFilter(key="NodeId", values=[node])],
+            traversal=Traversal(direction=direction, depth=depth),
+            limit=limit,
+        ),
+    )
+
+
+def reached(result: QueryResult) -> dict[str, int]:
+    assert result.graph is not None
+    return {r.node.node_id: r.depth for r in result.graph.nodes}
+
+
+def test_outbound_traversal_reports_depths() -> None:
+    assert reached(ask(start_at("a", 2))) == {"a": 0, "b": 1, "c": 2}
+
+
+def test_inbound_and_any() -> None:
+    assert reached(ask(start_at("a", 1, Direction.INBOUND))) == {"a": 0, "e": 1}
+    assert reached(ask(start_at("a", 1, Direction.ANY))) == {"a": 0, "b": 1, "e": 1}
+
+
+def test_depth_zero_returns_start_nodes_only() -> None:
+    result = ask(start_at("a", 0))
+    assert reached(result) == {"a": 0}
+    assert result.graph is not None and result.graph.edges == []
+
+
+def test_limit_caps_nodes_and_edges_join_returned_nodes_only() -> None:
+    result = ask(start_at("a", 3, limit=2))
+    assert reached(result) == {"a": 0, "b": 1}
+    assert result.graph is not None
+    assert [e.edge_id for e in result.graph.edges] == ["ab"]
+
+
+def test_filter_on_class() -> None:
+    command = QueryCommand(
+        scope=SCOPE,
+        graph=GraphQuery(start_filters=[MetadataFilter(key="NodeType", values=["Person"])]),
+    )
+    assert reached(ask(command)) == {"a": 0}
+
+
+def test_semantic_defaults_to_now_and_honours_as_of() -> None:
+    store = GraphStore()
+    earlier = datetime(2020, 1, 1, tzinfo=UTC)
+    ask(QueryCommand(scope=SCOPE, semantic=SemanticQuery(query_text="x")), store)
+    ask(
+        QueryCommand(scope=SCOPE, semantic=SemanticQuery(query_text="x", as_of_valid=earlier)),
+        store,
+    )
+    assert store.searched == [(10, NOW), (10, earlier)]
+
+
+@pytest.mark.parametrize(
+    ("command", "field"),
+    [
+        (QueryCommand(scope=SCOPE), None),
+        (QueryCommand(scope=SCOPE, semantic=SemanticQuery(query_text=" ")), "semantic.queryText"),
+        (
+            QueryCommand(scope=SCOPE, semantic=SemanticQuery(query_text="x", top_k=0)),
+            "semantic.topK",
+        ),
+        (
+            QueryCommand(scope=SCOPE, semantic=SemanticQuery(query_text="x", top_k=MAX_TOP_K + 1)),
+            "semantic.topK",
+        ),
+        (QueryCommand(scope=SCOPE, graph=GraphQuery(limit=0)), "graph.limit"),
+        (start_at("a", MAX_DEPTH + 1), "graph.traversal.depth"),
+        (
+            QueryCommand(
+                scope=SCOPE,
+                graph=GraphQuery(start_filters=[MetadataFilter(key="Colour", values=["x"])]),
+            ),
+            "graph.start.filters[0].key",
+        ),
+        (
+            QueryCommand(
+                scope=SCOPE,
+                semantic=SemanticQuery(
+                    query_text="x", filters=[MetadataFilter(key="k", values=[])]
+                ),
+            ),
+            "semantic.filters[0].value",
+        ),
+    ],
+)
+def test_bounds_name_the_field(command: QueryCommand, field: str | None) -> None:
+    with pytest.raises(InvalidArgument) as err:
+        ask(command)
+    assert err.value.metadata.get("field") == field
