@@ -211,6 +211,8 @@ class CommitResult(BaseModel):
     edges_written: int = 0
     chunk_supersessions: int = 0
     edge_supersessions: int = 0
+    chunk_ids: list[str] = Field(default_factory=list)
+    edge_ids: list[str] = Field(default_factory=list)
 
 
 class FilterOperator(StrEnum):

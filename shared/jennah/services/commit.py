@@ -52,7 +52,13 @@ def commit(
     plan.chunks = list({c.id: c for c in plan.chunks}.values())
     plan.edges = list({e.edge_id: e for e in plan.edges}.values())
     plan.nodes = list({n.node_id: n for n in plan.nodes}.values())
-    return store.apply(plan)
+    result = store.apply(plan)
+    return result.model_copy(
+        update={
+            "chunk_ids": [c.id for c in plan.chunks],
+            "edge_ids": [e.edge_id for e in plan.edges],
+        }
+    )
 
 
 def _check_bounds(command: CommitCommand) -> None:

@@ -1,0 +1,12 @@
+"""Cloud Function `commit`: POST /v1/{agents,scopes}/{id}/memory:commit."""
+
+import flask
+import functions_framework
+
+from jennah import bootstrap
+from jennah.api import routes
+
+
+@functions_framework.http
+def commit(request: flask.Request) -> flask.Response:
+    return routes.serve(request, routes.COMMIT_ROUTES, bootstrap.container())

@@ -1,0 +1,354 @@
+"""Wire shapes of the HTTP API, in proto3 JSON style.
+
+Requests and responses are camelCase; int64 counts travel as strings; enums
+travel as their names (`OPERATOR_EQUALS`, `DIRECTION_OUTBOUND`); timestamps
+are RFC 3339 with a time zone on input and Z-normalized on output. Request
+models reject unknown fields. Optional fields that are absent are omitted
+from responses. These models live apart from the domain models on purpose:
+the wire may change shape without the domain changing, and the reverse.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime
+from typing import Annotated, Literal
+
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    PlainSerializer,
+    WithJsonSchema,
+)
+from pydantic.alias_generators import to_camel
+
+_RFC3339 = re.compile(r"^\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(\.\d{1,9})?([Zz]|[+-]\d{2}:\d{2})$")
+TIMESTAMP_HINT = "an RFC 3339 timestamp with a time zone, such as 2024-05-01T09:00:00Z"
+INT32_MAX = 2**31 - 1
+
+
+def parse_timestamp(value: object) -> datetime:
+    """An RFC 3339 string (or an aware datetime) as a UTC datetime."""
+    if isinstance(value, datetime):
+        if value.tzinfo is None:
+            raise ValueError(f"must be {TIMESTAMP_HINT}")
+        return value.astimezone(UTC)
+    if not isinstance(value, str) or not _RFC3339.match(value):
+        raise ValueError(f"must be {TIMESTAMP_HINT}")
+    text = value.upper()
+    if text.endswith("Z"):
+        text = text[:-1] + "+00:00"
+    try:
+        parsed = datetime.fromisoformat(text)
+    except ValueError:
+        raise ValueError(f"must be {TIMESTAMP_HINT}") from None
+    return parsed.astimezone(UTC)
+
+
+def format_timestamp(value: datetime) -> str:
+    """Z-normalized RFC 3339 with 0, 3 or 6 fractional digits, as Google APIs print."""
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=UTC)
+    value = value.astimezone(UTC)
+    micros = value.microsecond
+    if micros == 0:
+        fraction = ""
+    elif micros % 1000 == 0:
+        fraction = f".{micros // 1000:03d}"
+    else:
+        fraction = f".{micros:06d}"
+    return value.strftime("%Y-%m-%dT%H:%M:%S") + fraction + "Z"
+
+
+def _int32(value: object) -> int:
+    """proto3 JSON int32: a JSON number without fraction, or a decimal string."""
+    if isinstance(value, bool):
+        raise ValueError("must be an integer")
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, str) and re.fullmatch(r"-?\d{1,10}", value.strip()):
+        value = int(value)
+    if not isinstance(value, int):
+        raise ValueError("must be an integer")
+    if not -INT32_MAX - 1 <= value <= INT32_MAX:
+        raise ValueError("is out of the int32 range")
+    return value
+
+
+Timestamp = Annotated[
+    datetime,
+    BeforeValidator(parse_timestamp),
+    PlainSerializer(format_timestamp, return_type=str, when_used="json"),
+    WithJsonSchema({"type": "string", "format": "date-time", "example": "2024-05-01T09:00:00Z"}),
+]
+Int32 = Annotated[
+    int, BeforeValidator(_int32), WithJsonSchema({"type": "integer", "format": "int32"})
+]
+Int64 = Annotated[
+    int,
+    PlainSerializer(str, return_type=str, when_used="json"),
+    WithJsonSchema({"type": "string", "format": "int64", "example": "3"}),
+]
+Operator = Literal["OPERATOR_EQUALS", "OPERATOR_NOT_EQUALS", "OPERATOR_IN"]
+DirectionName = Literal["DIRECTION_OUTBOUND", "DIRECTION_INBOUND", "DIRECTION_ANY"]
+
+
+class WireRequest(BaseModel):
+    """A request body: camelCase names only, unknown fields rejected."""
+
+    model_config = ConfigDict(extra="forbid", alias_generator=to_camel, validate_by_name=False)
+
+
+class WireResponse(BaseModel):
+    """A response body: built in Python by field name, printed in camelCase."""
+
+    model_config = ConfigDict(
+        alias_generator=to_camel, validate_by_name=True, serialize_by_alias=True
+    )
+
+
+# memory:commit
+
+
+class CommitChunk(WireRequest):
+    """A chunk to write; its id is derived from its text and validAt."""
+
+    text: str
+    metadata: dict[str, str] = Field(
+        default_factory=dict,
+        description="At most 16 keys of 1-64 letters, digits, '_', '.' or '-'; "
+        "values up to 1024 characters",
+    )
+    valid_at: Timestamp | None = Field(
+        default=None, description="Start of the validity window; absent means unbounded past"
+    )
+
+
+class CommitNode(WireRequest):
+    """A graph node, create-or-replace on nodeId; nodeType is assign-once."""
+
+    node_id: str
+    label: str = ""
+    node_type: str | None = Field(
+        default=None, description="The entity class; the first class a node gets is kept"
+    )
+    properties: dict[str, str] = Field(default_factory=dict)
+
+
+class CommitEdge(WireRequest):
+    """An edge between two nodes that exist (in the scope or this commit)."""
+
+    source: str
+    relation: str
+    target: str
+    valid_at: Timestamp | None = None
+    properties: dict[str, str] = Field(default_factory=dict)
+
+
+class Supersession(WireRequest):
+    """Close chunkId (or edgeId) where its replacement becomes valid, and write it."""
+
+    chunk_id: str | None = None
+    edge_id: str | None = None
+    replacement_chunk: CommitChunk | None = None
+    replacement_edge: CommitEdge | None = None
+
+
+class CommitRequest(WireRequest):
+    """Everything one memory:commit writes, in one transaction."""
+
+    chunks: list[CommitChunk] = Field(default_factory=list)
+    nodes: list[CommitNode] = Field(default_factory=list)
+    edges: list[CommitEdge] = Field(default_factory=list)
+    supersessions: list[Supersession] = Field(default_factory=list)
+
+
+class CommitResponse(WireResponse):
+    """What a commit wrote; chunkIds and edgeIds name the rows, for later supersessions."""
+
+    commit_timestamp: Timestamp
+    chunks_written: Int64 = 0
+    nodes_written: Int64 = 0
+    edges_written: Int64 = 0
+    chunk_supersessions: Int64 = 0
+    edge_supersessions: Int64 = 0
+    chunk_ids: list[str] = Field(
+        default_factory=list, description="Ids of the chunks written, replacements included"
+    )
+    edge_ids: list[str] = Field(
+        default_factory=list, description="Ids of the edges written, replacements included"
+    )
+
+
+# memory:query
+
+
+class Filter(WireRequest):
+    """A filter on one key: `value` for EQUALS / NOT_EQUALS, `values` for IN."""
+
+    key: str = Field(description="A metadata key; in graph.start: NodeId, Label or NodeType")
+    value: str | None = Field(default=None, description="The value, for EQUALS and NOT_EQUALS")
+    values: list[str] | None = Field(default=None, description="The values, for OPERATOR_IN")
+    operator: Operator = "OPERATOR_EQUALS"
+
+
+class SemanticQuery(WireRequest):
+    query_text: str
+    top_k: Int32 = Field(default=10, description="1-100 results, best first")
+    filters: list[Filter] = Field(default_factory=list, description="All must match")
+    as_of_valid: Timestamp | None = Field(
+        default=None, description="Answer as of this valid time instead of now"
+    )
+
+
+class GraphStart(WireRequest):
+    """Start nodes: filters on NodeId, Label or NodeType (all nodes when none)."""
+
+    filters: list[Filter] = Field(default_factory=list)
+
+
+class Traversal(WireRequest):
+    relations: list[str] = Field(default_factory=list)
+    direction: DirectionName = "DIRECTION_OUTBOUND"
+    depth: Int32 = Field(default=1, description="0-3 hops from the start nodes")
+
+
+class GraphQuery(WireRequest):
+    start: GraphStart | None = None
+    traversal: Traversal | None = None
+    limit: Int32 = Field(default=100, description="At most this many nodes, 1-1000")
+    as_of_valid: Timestamp | None = Field(
+        default=None, description="Follow edges valid at this instant instead of now"
+    )
+
+
+class QueryRequest(WireRequest):
+    """A semantic section, a graph section, or both."""
+
+    semantic: SemanticQuery | None = None
+    graph: GraphQuery | None = None
+
+
+class Chunk(WireResponse):
+    """A stored chunk; `score` only on semantic results."""
+
+    id: str
+    text: str
+    metadata: dict[str, str] = Field(default_factory=dict)
+    valid_at: Timestamp | None = None
+    invalid_at: Timestamp | None = None
+    created_at: Timestamp | None = None
+    score: float | None = None
+    supersedes: str | None = None
+    superseded_by: str | None = None
+
+
+class Node(WireResponse):
+    """A graph node; nodeType is omitted when the node has no class; depth only on traversals."""
+
+    node_id: str
+    label: str = ""
+    node_type: str | None = None
+    properties: dict[str, str] = Field(default_factory=dict)
+    depth: int | None = None
+
+
+class Edge(WireResponse):
+    edge_id: str
+    source: str
+    relation: str
+    target: str
+    properties: dict[str, str] = Field(default_factory=dict)
+    valid_at: Timestamp | None = None
+    invalid_at: Timestamp | None = None
+    supersedes: str | None = None
+    superseded_by: str | None = None
+
+
+class SemanticResults(WireResponse):
+    results: list[Chunk] = Field(default_factory=list)
+
+
+class GraphResults(WireResponse):
+    nodes: list[Node] = Field(default_factory=list)
+    edges: list[Edge] = Field(default_factory=list)
+
+
+class QueryResponse(WireResponse):
+    """The sections the request asked for, and only those."""
+
+    semantic: SemanticResults | None = None
+    graph: GraphResults | None = None
+
+
+# memory:inspect
+
+
+class InspectParams(WireRequest):
+    """Query parameters of memory:inspect."""
+
+    graph: bool = Field(default=False, description="Also list nodes and their edges")
+    as_of_valid: Timestamp | None = Field(
+        default=None, description="List what was valid at this instant instead of now"
+    )
+    all_history: bool = Field(default=False, description="List every row, valid or not")
+    page_size: Int32 = Field(default=0, description="0 means 50; at most 1000")
+    page_token: str = Field(default="", description="nextPageToken of the previous page")
+
+
+class InspectResponse(WireResponse):
+    """One page of a scope's chunks (and, with graph, its nodes and their edges).
+
+    `asOfValid` is the instant listed (absent with allHistory); pass
+    `nextPageToken` as pageToken, with the same other parameters, for the next page.
+    """
+
+    chunks: list[Chunk] = Field(default_factory=list)
+    nodes: list[Node] | None = None
+    edges: list[Edge] | None = None
+    as_of_valid: Timestamp | None = None
+    next_page_token: str | None = None
+
+
+# errors
+
+
+class ErrorInfo(WireResponse):
+    type: Literal["type.googleapis.com/google.rpc.ErrorInfo"] = Field(
+        default="type.googleapis.com/google.rpc.ErrorInfo", alias="@type"
+    )
+    reason: str
+    domain: str = "jennah"
+    metadata: dict[str, str] = Field(default_factory=dict)
+
+
+class FieldViolation(WireResponse):
+    field: str
+    description: str
+
+
+class BadRequest(WireResponse):
+    type: Literal["type.googleapis.com/google.rpc.BadRequest"] = Field(
+        default="type.googleapis.com/google.rpc.BadRequest", alias="@type"
+    )
+    field_violations: list[FieldViolation] = Field(default_factory=list)
+
+
+class Status(WireResponse):
+    """google.rpc.Status as Google's REST APIs print it."""
+
+    code: int
+    status: str
+    message: str
+    details: list[ErrorInfo | BadRequest] = Field(default_factory=list)
+
+
+class ErrorResponse(WireResponse):
+    error: Status
+
+
+def dump(model: BaseModel) -> dict[str, object]:
+    """A response model as its JSON object, absent optional fields omitted."""
+    return model.model_dump(mode="json", by_alias=True, exclude_none=True)

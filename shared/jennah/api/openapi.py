@@ -1,0 +1,187 @@
+"""The OpenAPI 3.1 document, generated from the routes and their wire models.
+
+python -m jennah.api.openapi            # print it
+python -m jennah.api.openapi --write    # refresh the committed shared/jennah/api/openapi.json
+python -m jennah.api.openapi --check    # exit 1 when the committed file is stale
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel
+from pydantic.json_schema import GenerateJsonSchema, JsonSchemaMode, models_json_schema
+
+import jennah
+from jennah.api import dto
+from jennah.api.routes import ALL_ROUTES, Route
+
+COMMITTED = Path(__file__).with_name("openapi.json")
+OPENAPI_PATH = "/openapi.json"
+_REF = "#/components/schemas/{model}"
+_ERRORS = {
+    "400": "INVALID_ARGUMENT or FAILED_PRECONDITION: the message names the field or bound",
+    "401": "UNAUTHENTICATED: missing or invalid bearer token",
+    "404": "NOT_FOUND: no such route, or a named chunk, edge or node does not exist",
+    "405": "the path exists, but not for this HTTP method",
+    "default": "any other error, as a google.rpc.Status",
+}
+
+
+class _Generator(GenerateJsonSchema):
+    """Pydantic's generator without per-field titles (the camelCase names say it all)."""
+
+    def field_title_should_be_set(self, schema: Any) -> bool:
+        return False
+
+
+def build_document(routes: tuple[Route, ...] = ALL_ROUTES) -> dict[str, Any]:
+    """The whole document for `routes`, deterministic for a given code version."""
+    return {
+        "openapi": "3.1.0",
+        "info": {
+            "title": "Jennah Memory API",
+            "version": jennah.__version__,
+            "description": (
+                "Long-term memory for AI agents. Bodies are proto3 JSON: camelCase, int64 "
+                "as strings, enums by name, RFC 3339 timestamps. Errors are google.rpc.Status "
+                "objects under `error`. Agent workspaces and subject scopes share one "
+                "identifier space: /v1/agents/X and /v1/scopes/X address the same memory."
+            ),
+        },
+        "servers": [{"url": "http://127.0.0.1:8080", "description": "jnh serve"}],
+        "security": [{"bearerAuth": []}],
+        "paths": _paths(routes),
+        "components": {
+            "schemas": _schemas(routes),
+            "responses": {
+                "Error": {
+                    "description": "A Google-style error body",
+                    "content": {"application/json": {"schema": _ref("ErrorResponse")}},
+                }
+            },
+            "securitySchemes": {
+                "bearerAuth": {
+                    "type": "http",
+                    "scheme": "bearer",
+                    "description": "`jnh auth print-token` prints the local server's token",
+                }
+            },
+        },
+    }
+
+
+@functools.lru_cache(maxsize=1)
+def document_text() -> str:
+    """The document as the committed file holds it."""
+    return json.dumps(build_document(), indent=2, ensure_ascii=False) + "\n"
+
+
+def _ref(name: str) -> dict[str, str]:
+    return {"$ref": _REF.format(model=name)}
+
+
+def _schemas(routes: tuple[Route, ...]) -> dict[str, Any]:
+    pairs: list[tuple[type[BaseModel], JsonSchemaMode]] = [(dto.ErrorResponse, "serialization")]
+    for route in routes:
+        if route.request_model is not None:
+            pairs.append((route.request_model, "validation"))
+        if route.response_model is not None:
+            pairs.append((route.response_model, "serialization"))
+    _, top = models_json_schema(
+        list(dict.fromkeys(pairs)), ref_template=_REF, schema_generator=_Generator
+    )
+    schemas: dict[str, Any] = top.get("$defs", {})
+    return dict(sorted(schemas.items()))
+
+
+def _paths(routes: tuple[Route, ...]) -> dict[str, Any]:
+    paths: dict[str, Any] = {}
+    for route in routes:
+        paths.setdefault(route.template, {})[route.method.lower()] = _operation(route)
+    paths[OPENAPI_PATH] = {
+        "get": {
+            "operationId": "openapi.get",
+            "summary": "This document",
+            "security": [],
+            "responses": {"200": {"description": "The OpenAPI document"}},
+        }
+    }
+    return paths
+
+
+def _operation(route: Route) -> dict[str, Any]:
+    operation: dict[str, Any] = {
+        "operationId": route.operation_id,
+        "summary": route.summary,
+        "parameters": _parameters(route),
+    }
+    if route.request_model is not None:
+        operation["requestBody"] = {
+            "required": True,
+            "content": {"application/json": {"schema": _ref(route.request_model.__name__)}},
+        }
+    ok: dict[str, Any] = {"description": "OK"}
+    if route.response_model is not None:
+        ok["content"] = {"application/json": {"schema": _ref(route.response_model.__name__)}}
+    operation["responses"] = {"200": ok} | {
+        code: {"$ref": "#/components/responses/Error", "description": text}
+        for code, text in _ERRORS.items()
+    }
+    return operation
+
+
+def _parameters(route: Route) -> list[dict[str, Any]]:
+    parameters: list[dict[str, Any]] = []
+    if route.path_param is not None:
+        parameters.append(
+            {
+                "name": route.path_param,
+                "in": "path",
+                "required": True,
+                "description": "1-128 letters, digits, '_', '.', ':' or '-'",
+                "schema": {"type": "string", "pattern": r"^[A-Za-z0-9_.:\-]{1,128}$"},
+            }
+        )
+    if route.params_model is not None:
+        schema = route.params_model.model_json_schema(
+            mode="validation", ref_template=_REF, schema_generator=_Generator
+        )
+        for name, prop in schema.get("properties", {}).items():
+            parameters.append({"name": name, "in": "query", "required": False, "schema": prop})
+    return parameters
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m jennah.api.openapi",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument("--write", action="store_true", help=f"write {COMMITTED}")
+    group.add_argument("--check", action="store_true", help="fail when the committed file is stale")
+    args = parser.parse_args(argv)
+    text = document_text()
+    if args.write:
+        COMMITTED.write_text(text, encoding="utf-8")
+        print(f"wrote {COMMITTED}")
+        return 0
+    if args.check:
+        stale = not COMMITTED.exists() or COMMITTED.read_text(encoding="utf-8") != text
+        if stale:
+            print(
+                f"{COMMITTED} is stale: run python -m jennah.api.openapi --write", file=sys.stderr
+            )
+        return 1 if stale else 0
+    sys.stdout.write(text)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

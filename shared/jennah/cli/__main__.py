@@ -1,0 +1,5 @@
+"""`python -m jennah.cli` is `jnh`."""
+
+from jennah.cli.main import main
+
+main()

@@ -1,0 +1,135 @@
+"""The CLI's HTTP client: one call, a JSON object back, or an error with an exit code.
+
+`jnh` never touches the store; it talks to the HTTP API like any other client.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
+from urllib.parse import quote
+
+import click
+import httpx
+
+from jennah.auth import credentials_path, read_local_credentials
+from jennah.errors import JennahError
+
+# Exit codes scripts can rely on; documented in `jnh --help`.
+EXIT_OK = 0
+EXIT_OTHER = 1
+EXIT_USAGE = 2
+EXIT_CANNOT_CONNECT = 10
+EXIT_CODES: dict[str, int] = {
+    "INVALID_ARGUMENT": 3,
+    "FAILED_PRECONDITION": 3,
+    "OUT_OF_RANGE": 3,
+    "NOT_FOUND": 4,
+    "UNAUTHENTICATED": 5,
+    "PERMISSION_DENIED": 5,
+    "ABORTED": 6,
+    "ALREADY_EXISTS": 6,
+    "RESOURCE_EXHAUSTED": 7,
+    "UNAVAILABLE": 8,
+    "DEADLINE_EXCEEDED": 8,
+    "CANCELLED": 8,
+}
+EXIT_CODES_HELP = """\b
+Exit codes:
+  0   success
+  1   any other error (INTERNAL, UNIMPLEMENTED, an unexpected answer)
+  2   usage error: bad flags or arguments, an unreadable input file
+  3   INVALID_ARGUMENT, FAILED_PRECONDITION or OUT_OF_RANGE
+  4   NOT_FOUND
+  5   UNAUTHENTICATED or PERMISSION_DENIED
+  6   ABORTED or ALREADY_EXISTS (a conflict: re-read, then retry)
+  7   RESOURCE_EXHAUSTED
+  8   UNAVAILABLE, DEADLINE_EXCEEDED or CANCELLED (try again later)
+  10  cannot connect to the server"""
+
+
+class ApiError(click.ClickException):
+    """A Google error body from the server, printed as `jnh: STATUS: message`."""
+
+    def __init__(self, status: str, code: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.code = code
+        # click declares exit_code a ClassVar, but reads it from the instance
+        self.exit_code = EXIT_CODES.get(status, EXIT_OTHER)  # type: ignore[misc]
+
+    def show(self, file: IO[Any] | None = None) -> None:
+        click.echo(f"jnh: {self.status}: {self.message}", err=True)
+
+
+class CannotConnect(click.ClickException):
+    exit_code = EXIT_CANNOT_CONNECT
+
+    def show(self, file: IO[Any] | None = None) -> None:
+        click.echo(f"jnh: {self.message}", err=True)
+
+
+@dataclass
+class ApiClient:
+    """Calls the Jennah HTTP API at `endpoint` with an optional bearer token."""
+
+    endpoint: str
+    token: str | None = None
+    timeout: float = 120.0
+    transport: httpx.BaseTransport | None = None
+
+    def post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+        return self._call("POST", path, json=body)
+
+    def get(self, path: str, params: dict[str, str]) -> dict[str, Any]:
+        return self._call("GET", path, params=params)
+
+    def _call(self, method: str, path: str, **kwargs: Any) -> dict[str, Any]:
+        headers = {"Authorization": f"Bearer {self.token}"} if self.token else {}
+        url = self.endpoint.rstrip("/") + path
+        try:
+            with httpx.Client(transport=self.transport, timeout=self.timeout) as http:
+                response = http.request(method, url, headers=headers, **kwargs)
+        except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
+            raise CannotConnect(
+                f"cannot connect to {self.endpoint} ({exc}); is `jnh serve` running? "
+                "--endpoint or JENNAH_ENDPOINT names another server"
+            ) from None
+        except httpx.TimeoutException:
+            raise ApiError(
+                "DEADLINE_EXCEEDED", 504, f"no answer from {self.endpoint} within {self.timeout}s"
+            ) from None
+        except httpx.HTTPError as exc:
+            raise CannotConnect(f"cannot talk to {self.endpoint}: {exc}") from None
+        return _answer(response)
+
+
+def _answer(response: httpx.Response) -> dict[str, Any]:
+    try:
+        body = response.json()
+    except ValueError:
+        body = None
+    if response.is_success and isinstance(body, dict):
+        return body
+    error = body.get("error") if isinstance(body, dict) else None
+    if isinstance(error, dict) and "status" in error:
+        raise ApiError(str(error["status"]), response.status_code, str(error.get("message", "")))
+    raise ApiError(
+        "UNKNOWN", response.status_code, f"unexpected HTTP {response.status_code} answer"
+    )
+
+
+def resource_path(collection: str, resource_id: str, verb: str) -> str:
+    """/v1/{collection}/{id}/memory:{verb}, with the id escaped as one path segment."""
+    return f"/v1/{collection}/{quote(resource_id, safe=':')}/memory:{verb}"
+
+
+def local_token(data_dir: Path) -> str | None:
+    """The local server's root token, when its data dir holds credentials."""
+    if not credentials_path(data_dir).exists():
+        return None
+    try:
+        return read_local_credentials(data_dir).token
+    except JennahError:
+        return None

@@ -1,0 +1,113 @@
+"""Options every API command shares, and the client they configure."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import click
+import httpx
+from pydantic import ValidationError
+
+from jennah.cli.client import ApiClient, local_token
+from jennah.cli.render import OUTPUT_FORMATS
+from jennah.settings import Settings
+
+
+@dataclass
+class CliState:
+    """Per-invocation state; tests pass a transport that reaches an in-process app."""
+
+    transport: httpx.BaseTransport | None = None
+
+
+@dataclass(frozen=True)
+class ClientOptions:
+    endpoint: str | None
+    token: str | None
+    data_dir: Path | None
+    output: str
+    timeout: float
+
+    def client(self) -> ApiClient:
+        settings = load_settings(self.data_dir)
+        state = click.get_current_context().find_object(CliState)
+        return ApiClient(
+            endpoint=self.endpoint or settings.endpoint,
+            token=self.token or local_token(settings.data_dir),
+            timeout=self.timeout,
+            transport=state.transport if state else None,
+        )
+
+
+def load_settings(data_dir: Path | None) -> Settings:
+    """Settings from the environment (JENNAH_*), with --data-dir taking precedence."""
+    overrides: dict[str, Any] = {} if data_dir is None else {"data_dir": data_dir}
+    try:
+        return Settings(**overrides)
+    except ValidationError as exc:
+        raise click.UsageError(f"invalid JENNAH_* setting: {exc}") from None
+
+
+data_dir_option = click.option(
+    "--data-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="The local server's data directory [default: JENNAH_DATA_DIR, else ~/.jennah].",
+)
+
+_CLIENT_OPTIONS = (
+    click.option(
+        "--endpoint",
+        metavar="URL",
+        help="The server [default: JENNAH_ENDPOINT, else http://127.0.0.1:8080].",
+    ),
+    click.option(
+        "--token",
+        envvar="JENNAH_TOKEN",
+        metavar="TOKEN",
+        help="Bearer token [default: JENNAH_TOKEN, else the local server's root token "
+        "from --data-dir].",
+    ),
+    data_dir_option,
+    click.option(
+        "-o",
+        "--output",
+        type=click.Choice(OUTPUT_FORMATS),
+        default="table",
+        show_default=True,
+        help="json prints the response verbatim; name prints one id per line.",
+    ),
+    click.option(
+        "--timeout",
+        type=click.FloatRange(min=0.1),
+        default=120.0,
+        show_default=True,
+        help="Seconds to wait for the answer.",
+    ),
+)
+
+
+def client_options(func: Callable[..., None]) -> Callable[..., None]:
+    """Add --endpoint, --token, --data-dir, -o and --timeout; pass them as `opts`."""
+
+    @functools.wraps(func)
+    def wrapper(
+        *args: Any,
+        endpoint: str | None,
+        token: str | None,
+        data_dir: Path | None,
+        output: str,
+        timeout: float,
+        **kwargs: Any,
+    ) -> None:
+        opts = ClientOptions(endpoint, token, data_dir, output, timeout)
+        func(*args, opts=opts, **kwargs)
+
+    decorated: Callable[..., None] = wrapper
+    for option in reversed(_CLIENT_OPTIONS):
+        decorated = option(decorated)
+    return decorated

@@ -1,0 +1,101 @@
+"""`jnh serve`: every function's routes in one local process."""
+
+from __future__ import annotations
+
+import logging
+import signal
+from pathlib import Path
+from types import FrameType
+from urllib.parse import urlsplit
+
+import click
+
+from jennah.auth import credentials_path
+from jennah.cli.options import data_dir_option, load_settings
+from jennah.settings import Settings
+
+DEFAULT_PORT = 8080
+
+
+@click.command(
+    "serve",
+    short_help="Serve the whole API locally, in one process.",
+    help="""Serve the Jennah Memory API locally: every function (memory:commit,
+    memory:query, memory:inspect) and GET /openapi.json in one threaded process.
+
+    The first start with a data directory creates <data-dir>/credentials.json
+    (mode 0600) with the local root user's bearer token; later starts reuse it.
+    `jnh auth print-token` prints it. The store and embedder come from
+    JENNAH_STORE (sqlite, the default, at <data-dir>/memory.db; or spanner) and
+    JENNAH_EMBEDDER (minilm, the default; or hashing for fast tests). --host and
+    --port default to those of JENNAH_ENDPOINT (http://127.0.0.1:8080).
+
+    \b
+    Example:
+      jnh serve --data-dir ~/.jennah --port 8080
+    """,
+)
+@click.option("--host", default=None, help="Interface to listen on [default: 127.0.0.1].")
+@click.option(
+    "--port", type=click.IntRange(0, 65535), default=None,
+    help="Port to listen on; 0 picks a free one [default: 8080].",
+)  # fmt: skip
+@data_dir_option
+@click.option(
+    "--no-preload", is_flag=True, help="Load the embedding model on the first request instead."
+)
+def serve(host: str | None, port: int | None, data_dir: Path | None, no_preload: bool) -> None:
+    from werkzeug.serving import make_server  # the server's imports stay off other commands
+
+    from jennah.api.app import create_app
+    from jennah.bootstrap import Container
+
+    settings = load_settings(data_dir)
+    default_host, default_port = _endpoint_address(settings.endpoint)
+    container = Container(settings)
+    if no_preload:
+        _ = container.authenticator, container.store
+    else:
+        container.warm()
+    logging.getLogger("werkzeug").setLevel(logging.WARNING)
+    server = make_server(
+        host or default_host,
+        default_port if port is None else port,
+        create_app(container),
+        threaded=True,
+    )
+    _print_banner(settings, host or default_host, server.port)
+    signal.signal(signal.SIGTERM, _stop)
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.server_close()
+        container.close()
+
+
+def _endpoint_address(endpoint: str) -> tuple[str, int]:
+    parts = urlsplit(endpoint)
+    return parts.hostname or "127.0.0.1", parts.port or DEFAULT_PORT
+
+
+def _print_banner(settings: Settings, host: str, port: int) -> None:
+    url = f"http://{host}:{port}"
+    store = (
+        f"sqlite at {settings.data_dir / 'memory.db'}"
+        if settings.store == "sqlite"
+        else f"spanner projects/{settings.spanner_project}/instances/"
+        f"{settings.spanner_instance}/databases/{settings.spanner_database}"
+    )
+    click.echo(f"Jennah Memory is listening on {url}")
+    click.echo(f"  store      {store}")
+    click.echo(f"  embedder   {settings.embedder}")
+    click.echo(f"  openapi    {url}/openapi.json")
+    click.echo(f"  token      jnh auth print-token --data-dir {settings.data_dir}")
+    click.echo(f"             (held in {credentials_path(settings.data_dir)})")
+    click.echo("Press Ctrl+C to stop.", nl=True)
+
+
+def _stop(signum: int, frame: FrameType | None) -> None:
+    raise KeyboardInterrupt

@@ -1,0 +1,94 @@
+"""Each Cloud Function entrypoint serves its own routes only, through the shared routing."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import flask
+import functions_framework
+import pytest
+
+from jennah import bootstrap
+from jennah.bootstrap import Container
+from tests.unit.fakes import TOKEN, make_container
+
+ROOT = Path(__file__).resolve().parents[2]
+AUTH = {"Authorization": f"Bearer {TOKEN}"}
+
+
+@pytest.fixture
+def container(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Container:
+    container = make_container(tmp_path)
+    monkeypatch.setattr(bootstrap, "container", lambda: container)
+    return container
+
+
+def client(name: str) -> Any:
+    app: flask.Flask = functions_framework.create_app(  # type: ignore[no-untyped-call]
+        name, str(ROOT / "functions" / name / "main.py")
+    )
+    return app.test_client()
+
+
+def test_the_commit_function_commits_for_agents_and_scopes(container: Container) -> None:
+    commit = client("commit")
+    for path in ("/v1/agents/bot/memory:commit", "/v1/scopes/bot/memory:commit"):
+        response = commit.post(path, json={"chunks": [{"text": "x"}]}, headers=AUTH)
+        assert response.status_code == 200, response.get_data(as_text=True)
+        assert response.get_json()["chunksWritten"] == "1"
+
+
+def test_the_query_function_queries(container: Container) -> None:
+    client("commit").post("/v1/scopes/bot/memory:commit", json={"chunks": [{"text": "tea"}]},
+                          headers=AUTH)  # fmt: skip
+    response = client("query").post(
+        "/v1/agents/bot/memory:query", json={"semantic": {"queryText": "tea"}}, headers=AUTH
+    )
+    assert response.status_code == 200
+    assert [r["text"] for r in response.get_json()["semantic"]["results"]] == ["tea"]
+
+
+def test_the_inspect_function_lists(container: Container) -> None:
+    response = client("inspect").get("/v1/scopes/bot/memory:inspect?graph=true", headers=AUTH)
+    assert response.status_code == 200
+    assert response.get_json()["chunks"] == []
+
+
+@pytest.mark.parametrize(
+    ("name", "method", "path"),
+    [
+        ("commit", "POST", "/v1/scopes/bot/memory:query"),
+        ("query", "POST", "/v1/scopes/bot/memory:commit"),
+        ("inspect", "POST", "/v1/scopes/bot/memory:commit"),
+        ("commit", "GET", "/v1/scopes/bot/memory:inspect"),
+        ("query", "POST", "/v1/agents/bot/memory:form"),
+    ],
+)
+def test_a_function_does_not_serve_another_functions_routes(
+    container: Container, name: str, method: str, path: str
+) -> None:
+    response = client(name).open(path, method=method, json={}, headers=AUTH)
+    assert response.status_code == 404
+    assert response.get_json()["error"]["status"] == "NOT_FOUND"
+
+
+def test_a_function_refuses_a_wrong_method_and_a_missing_token(container: Container) -> None:
+    commit = client("commit")
+    assert commit.get("/v1/scopes/bot/memory:commit", headers=AUTH).status_code == 405
+    refused = commit.post("/v1/scopes/bot/memory:commit", json={"chunks": [{"text": "x"}]})
+    assert refused.status_code == 401
+    assert refused.get_json()["error"]["status"] == "UNAUTHENTICATED"
+
+
+def test_the_trace_header_reaches_the_log(
+    container: Container, capsys: pytest.CaptureFixture[str]
+) -> None:
+    client("inspect").get(
+        "/v1/scopes/bot/memory:inspect",
+        headers=AUTH | {"X-Cloud-Trace-Context": "0123456789abcdef/42;o=1"},
+    )
+    logged = capsys.readouterr().err
+    project = container.settings.spanner_project
+    assert f'"logging.googleapis.com/trace": "projects/{project}/traces/0123456789abcdef"' in logged
+    assert '"severity": "INFO"' in logged
