@@ -1,0 +1,196 @@
+"""Conversions between domain models and SQLite column values.
+
+Timestamps are stored as integer microseconds since the Unix epoch (UTC); a
+naive datetime is taken to be UTC. Maps are JSON text with sorted keys.
+Embeddings are sqlite-vec float32 BLOBs.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from jennah.domain.models import (
+    EMBEDDING_DIMENSIONS,
+    ExecutionLogStep,
+    GraphEdge,
+    GraphNode,
+    MemoryRecord,
+    ScopeRef,
+)
+from jennah.errors import InvalidArgument
+
+if TYPE_CHECKING:
+    from sqlite3 import Row
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_MICROSECOND = timedelta(microseconds=1)
+
+
+def to_micros(value: datetime | None) -> int | None:
+    if value is None:
+        return None
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=UTC)
+    return (value - _EPOCH) // _MICROSECOND
+
+
+def required_micros(value: datetime) -> int:
+    micros = to_micros(value)
+    assert micros is not None
+    return micros
+
+
+def from_micros(value: int | None) -> datetime | None:
+    return None if value is None else _EPOCH + timedelta(microseconds=value)
+
+
+def required_datetime(value: int) -> datetime:
+    return _EPOCH + timedelta(microseconds=value)
+
+
+def to_json(values: Mapping[str, str]) -> str:
+    return json.dumps(dict(values), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def from_json(text: str) -> dict[str, str]:
+    loaded: dict[str, str] = json.loads(text)
+    return loaded
+
+
+def embedding_blob(vector: Sequence[float] | None, field: str) -> bytes | None:
+    """float32 bytes of a 384-d vector, or None; InvalidArgument on another length."""
+    if vector is None:
+        return None
+    if len(vector) != EMBEDDING_DIMENSIONS:
+        raise InvalidArgument(
+            f"{field} has {len(vector)} dimensions; the store holds "
+            f"{EMBEDDING_DIMENSIONS}-dimensional embeddings",
+            field=field,
+        )
+    return np.asarray(vector, dtype=np.float32).tobytes()
+
+
+def embedding_list(blob: bytes | None) -> list[float] | None:
+    if blob is None:
+        return None
+    values: list[float] = np.frombuffer(blob, dtype=np.float32).tolist()
+    return values
+
+
+def record_params(record: MemoryRecord, scope: ScopeRef, commit_us: int) -> dict[str, Any]:
+    """Named parameters for one memory_records row; created_at/updated_at = the commit."""
+    return {
+        "enterprise_id": scope.enterprise_id,
+        "scope_id": scope.scope_id,
+        "id": record.id,
+        "key": record.key,
+        "revision": record.revision,
+        "content_hash": record.content_hash,
+        "text": record.text,
+        "summary": record.summary,
+        "about": record.about,
+        "when_to_use": record.when_to_use,
+        "type": record.type.value,
+        "metadata": to_json(record.metadata),
+        "strength": record.strength.value,
+        "pin": int(record.pin),
+        "authority": record.authority.value,
+        "confidence": record.confidence,
+        "sensitivity": record.sensitivity.value,
+        "valid_at": to_micros(record.valid_at),
+        "invalid_at": to_micros(record.invalid_at),
+        "valid_until": to_micros(record.valid_until),
+        "created_at": commit_us,
+        "updated_at": commit_us,
+        "retired_at": to_micros(record.retired_at),
+        "status": record.status.value,
+        "supersedes": record.supersedes,
+        "superseded_by": record.superseded_by,
+        "durability": record.durability.value,
+        "reinforcement_count": record.reinforcement_count,
+        "last_reinforced_at": to_micros(record.last_reinforced_at),
+        "embedding": embedding_blob(record.embedding, f"chunks[{record.id}].embedding"),
+    }
+
+
+RECORD_COLUMNS = (
+    "enterprise_id, scope_id, id, key, revision, content_hash, text, summary, about, "
+    "when_to_use, type, metadata, strength, pin, authority, confidence, sensitivity, "
+    "valid_at, invalid_at, valid_until, created_at, updated_at, retired_at, status, "
+    "supersedes, superseded_by, durability, reinforcement_count, last_reinforced_at, embedding"
+)
+
+
+def record_from_row(row: Row) -> MemoryRecord:
+    return MemoryRecord(
+        id=row["id"],
+        scope=ScopeRef(enterprise_id=row["enterprise_id"], scope_id=row["scope_id"]),
+        key=row["key"],
+        revision=row["revision"],
+        content_hash=row["content_hash"],
+        text=row["text"],
+        summary=row["summary"],
+        about=row["about"],
+        when_to_use=row["when_to_use"],
+        type=row["type"],
+        metadata=from_json(row["metadata"]),
+        strength=row["strength"],
+        pin=bool(row["pin"]),
+        authority=row["authority"],
+        confidence=row["confidence"],
+        sensitivity=row["sensitivity"],
+        valid_at=from_micros(row["valid_at"]),
+        invalid_at=from_micros(row["invalid_at"]),
+        valid_until=from_micros(row["valid_until"]),
+        created_at=from_micros(row["created_at"]),
+        updated_at=from_micros(row["updated_at"]),
+        retired_at=from_micros(row["retired_at"]),
+        status=row["status"],
+        supersedes=row["supersedes"],
+        superseded_by=row["superseded_by"],
+        durability=row["durability"],
+        reinforcement_count=row["reinforcement_count"],
+        last_reinforced_at=from_micros(row["last_reinforced_at"]),
+        embedding=embedding_list(row["embedding"]),
+    )
+
+
+def node_from_row(row: Row) -> GraphNode:
+    return GraphNode(
+        node_id=row["node_id"],
+        label=row["label"],
+        node_type=row["node_type"],
+        properties=from_json(row["properties"]),
+        created_at=from_micros(row["created_at"]),
+        updated_at=from_micros(row["updated_at"]),
+    )
+
+
+def edge_from_row(row: Row) -> GraphEdge:
+    return GraphEdge(
+        edge_id=row["edge_id"],
+        source=row["source"],
+        relation=row["relation"],
+        target=row["target"],
+        properties=from_json(row["properties"]),
+        valid_at=from_micros(row["valid_at"]),
+        invalid_at=from_micros(row["invalid_at"]),
+        created_at=from_micros(row["created_at"]),
+        retired_at=from_micros(row["retired_at"]),
+        supersedes=row["supersedes"],
+        superseded_by=row["superseded_by"],
+    )
+
+
+def step_from_row(row: Row) -> ExecutionLogStep:
+    return ExecutionLogStep(
+        step_id=row["step_id"],
+        tool_input=row["tool_input"],
+        metadata=from_json(row["metadata"]),
+        created_at=from_micros(row["created_at"]),
+    )

@@ -1,0 +1,86 @@
+"""Connections to the SQLite file: pysqlite3 with sqlite-vec loaded, WAL, a pool.
+
+The standard library's `sqlite3` on this platform cannot load extensions, so
+the adapter uses `pysqlite3` (its own SQLite build, extension loading on).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import sqlite_vec
+from pysqlite3 import dbapi2
+
+if TYPE_CHECKING:
+    from sqlite3 import Connection
+
+BUSY_TIMEOUT_MS = 10_000
+MAX_IDLE_CONNECTIONS = 8
+
+OperationalError: type[Exception] = dbapi2.OperationalError
+IntegrityError: type[Exception] = dbapi2.IntegrityError
+
+
+def open_connection(path: Path) -> Connection:
+    """An autocommit connection (transactions are explicit BEGIN … COMMIT)."""
+    conn: Connection = dbapi2.connect(
+        str(path), isolation_level=None, check_same_thread=False, timeout=BUSY_TIMEOUT_MS / 1000
+    )
+    conn.row_factory = dbapi2.Row
+    conn.enable_load_extension(True)
+    sqlite_vec.load(conn)
+    conn.enable_load_extension(False)
+    conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+    conn.execute("PRAGMA journal_mode = WAL")
+    conn.execute("PRAGMA synchronous = NORMAL")
+    return conn
+
+
+class ConnectionPool:
+    """Reader connections handed to one thread at a time, reused across threads.
+
+    The local server starts a thread per request, so a connection per thread
+    would leak; the pool keeps up to MAX_IDLE_CONNECTIONS idle ones.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self._path = path
+        self._idle: list[Connection] = []
+        self._lock = threading.Lock()
+        self._closed = False
+
+    @contextmanager
+    def connection(self) -> Iterator[Connection]:
+        conn = self._take()
+        try:
+            yield conn
+        finally:
+            self._give_back(conn)
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            idle, self._idle = self._idle, []
+        for conn in idle:
+            conn.close()
+
+    def _take(self) -> Connection:
+        with self._lock:
+            if self._closed:
+                raise RuntimeError("the memory store is closed")
+            if self._idle:
+                return self._idle.pop()
+        return open_connection(self._path)
+
+    def _give_back(self, conn: Connection) -> None:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        with self._lock:
+            if not self._closed and len(self._idle) < MAX_IDLE_CONNECTIONS:
+                self._idle.append(conn)
+                return
+        conn.close()

@@ -1,0 +1,248 @@
+"""Reading the SQLite store: every query is confined to one (enterprise, scope)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING, Any
+
+from jennah.adapters.sqlite import codec
+from jennah.adapters.sqlite.vector_index import IndexEntry, IndexRow
+from jennah.domain import rules
+from jennah.domain.models import (
+    Direction,
+    ExecutionLogStep,
+    FilterOperator,
+    GraphEdge,
+    GraphNode,
+    MemoryRecord,
+    MetadataFilter,
+    ScopeRef,
+)
+
+if TYPE_CHECKING:
+    from sqlite3 import Connection
+
+_IN_BATCH = 500  # ids per `IN (...)` list, well under SQLite's variable limit
+_IN_SCOPE = "enterprise_id = ? AND scope_id = ?"
+# Valid at an instant (?, ?): not retired, started, not yet ended.
+_VALID_AT = (
+    "retired_at IS NULL AND (valid_at IS NULL OR valid_at <= ?) "
+    "AND (invalid_at IS NULL OR invalid_at > ?)"
+)
+_NODE_COLUMNS = {"NodeId": "node_id", "Label": "label", "NodeType": "node_type"}
+
+
+def _scope(scope: ScopeRef) -> tuple[str, str]:
+    return (scope.enterprise_id, scope.scope_id)
+
+
+def _batches(values: Sequence[str]) -> Iterator[list[str]]:
+    unique = sorted(set(values))
+    for start in range(0, len(unique), _IN_BATCH):
+        yield unique[start : start + _IN_BATCH]
+
+
+def _marks(count: int) -> str:
+    return ", ".join("?" * count)
+
+
+def scope_generation(conn: Connection, scope: ScopeRef) -> tuple[int, int]:
+    """(generation, record count) of the scope; (0, 0) for a scope never written."""
+    row = conn.execute(
+        f"SELECT generation, record_count FROM scope_generations WHERE {_IN_SCOPE}",
+        _scope(scope),
+    ).fetchone()
+    return (0, 0) if row is None else (int(row[0]), int(row[1]))
+
+
+def get_chunks(conn: Connection, scope: ScopeRef, ids: Sequence[str]) -> list[MemoryRecord]:
+    records: list[MemoryRecord] = []
+    for batch in _batches(ids):
+        rows = conn.execute(
+            f"SELECT {codec.RECORD_COLUMNS} FROM memory_records "
+            f"WHERE {_IN_SCOPE} AND id IN ({_marks(len(batch))})",
+            (*_scope(scope), *batch),
+        )
+        records.extend(codec.record_from_row(row) for row in rows)
+    return sorted(records, key=lambda record: record.id)
+
+
+def list_chunks(
+    conn: Connection, scope: ScopeRef, as_of: int | None, limit: int, offset: int
+) -> list[MemoryRecord]:
+    validity, params = ("", ()) if as_of is None else (f" AND {_VALID_AT}", (as_of, as_of))
+    rows = conn.execute(
+        f"SELECT {codec.RECORD_COLUMNS} FROM memory_records WHERE {_IN_SCOPE}{validity} "
+        "ORDER BY id LIMIT ? OFFSET ?",
+        (*_scope(scope), *params, limit, offset),
+    )
+    return [codec.record_from_row(row) for row in rows]
+
+
+def index_rows(conn: Connection, scope: ScopeRef) -> list[IndexRow]:
+    """Every record of the scope as the vector index keeps it."""
+    rows = conn.execute(
+        "SELECT id, embedding, valid_at, invalid_at, retired_at IS NOT NULL "
+        f"FROM memory_records WHERE {_IN_SCOPE}",
+        _scope(scope),
+    )
+    return [(row[0], row[1], row[2], row[3], bool(row[4])) for row in rows]
+
+
+def index_entries(conn: Connection, scope: ScopeRef, ids: Sequence[str]) -> list[IndexEntry]:
+    """The named records as they now stand, with their metadata."""
+    entries: list[IndexEntry] = []
+    for batch in _batches(ids):
+        rows = conn.execute(
+            "SELECT id, embedding, valid_at, invalid_at, retired_at IS NOT NULL, metadata "
+            f"FROM memory_records WHERE {_IN_SCOPE} AND id IN ({_marks(len(batch))})",
+            (*_scope(scope), *batch),
+        )
+        entries.extend(
+            IndexEntry(row[0], row[1], row[2], row[3], bool(row[4]), codec.from_json(row[5]))
+            for row in rows
+        )
+    return entries
+
+
+def metadata_values(conn: Connection, scope: ScopeRef, key: str) -> list[tuple[str, str]]:
+    """(record id, value) of every record of the scope that has metadata `key`."""
+    if rules.METADATA_KEY_PATTERN.match(key):  # no '"': safe as a quoted JSON path label
+        rows = conn.execute(
+            f"SELECT id, json_extract(metadata, ?) FROM memory_records WHERE {_IN_SCOPE}",
+            (f'$."{key}"', *_scope(scope)),
+        )
+    else:
+        rows = conn.execute(
+            "SELECT r.id, j.value FROM memory_records AS r, json_each(r.metadata) AS j "
+            "WHERE r.enterprise_id = ? AND r.scope_id = ? AND j.key = ?",
+            (*_scope(scope), key),
+        )
+    return [(row[0], row[1]) for row in rows if row[1] is not None]
+
+
+def search_by_scan(
+    conn: Connection,
+    scope: ScopeRef,
+    vector: bytes,
+    top_k: int,
+    filters: Sequence[MetadataFilter],
+    as_of: int,
+) -> list[tuple[str, float]]:
+    """Exact search in SQL with sqlite-vec, for scopes too large to keep in memory."""
+    clauses, params = _metadata_clauses(filters)
+    rows = conn.execute(
+        "SELECT id, 1.0 - vec_distance_cosine(embedding, ?) AS score FROM memory_records "
+        f"WHERE {_IN_SCOPE} AND embedding IS NOT NULL AND {_VALID_AT}{clauses} "
+        "ORDER BY score DESC, id LIMIT ?",
+        (vector, *_scope(scope), as_of, as_of, *params, top_k),
+    )
+    return [(row[0], float(row[1])) for row in rows]
+
+
+def _metadata_clauses(filters: Sequence[MetadataFilter]) -> tuple[str, list[Any]]:
+    """SQL agreeing with rules.matches_filter: NOT_EQUALS = key absent or different."""
+    sql = ""
+    params: list[Any] = []
+    for flt in filters:
+        negate = "NOT " if flt.operator is FilterOperator.NOT_EQUALS else ""
+        sql += (
+            f" AND {negate}EXISTS (SELECT 1 FROM json_each(metadata) "
+            f"WHERE key = ? AND value IN ({_marks(len(flt.values))}))"
+        )
+        params.extend([flt.key, *flt.values])
+    return sql, params
+
+
+def find_nodes(
+    conn: Connection, scope: ScopeRef, filters: Sequence[MetadataFilter], limit: int
+) -> list[GraphNode]:
+    sql = ""
+    params: list[Any] = []
+    for flt in filters:
+        column = _NODE_COLUMNS.get(flt.key)
+        marks = _marks(len(flt.values))
+        if flt.operator is FilterOperator.NOT_EQUALS:
+            if column is not None:
+                sql += f" AND ({column} IS NULL OR {column} NOT IN ({marks}))"
+                params.extend(flt.values)
+        elif column is None:
+            return []  # a key nodes do not have is never equal to anything
+        else:
+            sql += f" AND {column} IN ({marks})"
+            params.extend(flt.values)
+    rows = conn.execute(
+        f"SELECT * FROM graph_nodes WHERE {_IN_SCOPE}{sql} ORDER BY node_id LIMIT ?",
+        (*_scope(scope), *params, limit),
+    )
+    return [codec.node_from_row(row) for row in rows]
+
+
+def get_nodes(conn: Connection, scope: ScopeRef, node_ids: Sequence[str]) -> list[GraphNode]:
+    nodes: list[GraphNode] = []
+    for batch in _batches(node_ids):
+        rows = conn.execute(
+            f"SELECT * FROM graph_nodes WHERE {_IN_SCOPE} AND node_id IN ({_marks(len(batch))})",
+            (*_scope(scope), *batch),
+        )
+        nodes.extend(codec.node_from_row(row) for row in rows)
+    return sorted(nodes, key=lambda node: node.node_id)
+
+
+def edges_touching(
+    conn: Connection,
+    scope: ScopeRef,
+    node_ids: Sequence[str],
+    relations: Sequence[str],
+    direction: Direction,
+    as_of: int | None,
+) -> list[GraphEdge]:
+    ends = {
+        Direction.OUTBOUND: ("source",),
+        Direction.INBOUND: ("target",),
+        Direction.ANY: ("source", "target"),
+    }[direction]
+    found: dict[str, GraphEdge] = {}
+    for end in ends:
+        for batch in _batches(node_ids):
+            for edge in _edges_at(conn, scope, end, batch, relations, as_of):
+                found.setdefault(edge.edge_id, edge)
+    return [found[edge_id] for edge_id in sorted(found)]
+
+
+def _edges_at(
+    conn: Connection,
+    scope: ScopeRef,
+    end: str,
+    node_ids: list[str],
+    relations: Sequence[str],
+    as_of: int | None,
+) -> list[GraphEdge]:
+    sql = f"SELECT * FROM graph_edges WHERE {_IN_SCOPE} AND {end} IN ({_marks(len(node_ids))})"
+    params: list[Any] = [*_scope(scope), *node_ids]
+    if relations:
+        sql += f" AND relation IN ({_marks(len(set(relations)))})"
+        params.extend(sorted(set(relations)))
+    if as_of is not None:
+        sql += f" AND {_VALID_AT}"
+        params.extend([as_of, as_of])
+    return [codec.edge_from_row(row) for row in conn.execute(sql, params)]
+
+
+def get_edges(conn: Connection, scope: ScopeRef, edge_ids: Sequence[str]) -> list[GraphEdge]:
+    edges: list[GraphEdge] = []
+    for batch in _batches(edge_ids):
+        rows = conn.execute(
+            f"SELECT * FROM graph_edges WHERE {_IN_SCOPE} AND edge_id IN ({_marks(len(batch))})",
+            (*_scope(scope), *batch),
+        )
+        edges.extend(codec.edge_from_row(row) for row in rows)
+    return sorted(edges, key=lambda edge: edge.edge_id)
+
+
+def get_step(conn: Connection, scope: ScopeRef, step_id: str) -> ExecutionLogStep | None:
+    row = conn.execute(
+        f"SELECT * FROM execution_log_steps WHERE {_IN_SCOPE} AND step_id = ?",
+        (*_scope(scope), step_id),
+    ).fetchone()
+    return None if row is None else codec.step_from_row(row)

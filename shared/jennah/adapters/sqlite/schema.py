@@ -1,0 +1,239 @@
+"""The SQLite schema of the embedded memory store, created on open.
+
+Table and column names match the Spanner schema (`adapters/spanner/schema.sql`)
+so the two stores read alike. Differences that SQLite forces:
+
+- Timestamps are INTEGER microseconds since the Unix epoch (UTC), so valid-time
+  predicates compare integers and round-trip exactly.
+- `memory_records` has an explicit `row_id INTEGER PRIMARY KEY` next to its
+  UNIQUE (enterprise_id, scope_id, id) key: the FTS5 index refers to rows by
+  rowid, and only an explicit INTEGER PRIMARY KEY keeps rowids stable across
+  VACUUM. Every other table is WITHOUT ROWID, clustered on its key.
+- Embeddings are sqlite-vec float32 BLOBs (written through `vec_f32`, so
+  `vec_distance_cosine` and friends read them directly).
+- `scope_generations` holds, per scope, a generation bumped by triggers on
+  every insert, update or delete of a memory record, and the record count. The
+  in-process vector index (`vector_index.py`) compares generations to know
+  whether another connection changed a scope.
+- `commit_clock` keeps commit timestamps strictly increasing across processes.
+
+The schema version is `PRAGMA user_version`.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from jennah.errors import FailedPrecondition
+
+if TYPE_CHECKING:
+    from sqlite3 import Connection
+
+SCHEMA_VERSION = 1
+EMBEDDING_BYTES = 384 * 4
+
+_TABLES = f"""
+CREATE TABLE IF NOT EXISTS memory_records (
+  row_id INTEGER PRIMARY KEY,
+  enterprise_id TEXT NOT NULL,
+  scope_id TEXT NOT NULL,
+  id TEXT NOT NULL,
+  key TEXT,
+  revision INTEGER NOT NULL,
+  content_hash TEXT NOT NULL,
+  text TEXT NOT NULL,
+  summary TEXT NOT NULL,
+  about TEXT NOT NULL,
+  when_to_use TEXT NOT NULL,
+  type TEXT NOT NULL,
+  metadata TEXT NOT NULL CHECK (json_valid(metadata)),
+  strength TEXT NOT NULL,
+  pin INTEGER NOT NULL,
+  authority TEXT NOT NULL,
+  confidence REAL NOT NULL,
+  sensitivity TEXT NOT NULL,
+  valid_at INTEGER,
+  invalid_at INTEGER,
+  valid_until INTEGER,
+  created_at INTEGER NOT NULL,
+  updated_at INTEGER NOT NULL,
+  retired_at INTEGER,
+  status TEXT NOT NULL,
+  supersedes TEXT,
+  superseded_by TEXT,
+  durability TEXT NOT NULL,
+  reinforcement_count INTEGER NOT NULL,
+  last_reinforced_at INTEGER,
+  embedding BLOB CHECK (embedding IS NULL OR length(embedding) = {EMBEDDING_BYTES}),
+  UNIQUE (enterprise_id, scope_id, id)
+);
+CREATE INDEX IF NOT EXISTS memory_records_by_content_hash
+  ON memory_records (enterprise_id, scope_id, content_hash);
+CREATE UNIQUE INDEX IF NOT EXISTS memory_records_by_key
+  ON memory_records (enterprise_id, scope_id, key) WHERE key IS NOT NULL;
+
+CREATE VIRTUAL TABLE IF NOT EXISTS memory_records_text USING fts5(
+  text,
+  content='memory_records',
+  content_rowid='row_id',
+  tokenize='porter unicode61 remove_diacritics 2'
+);
+
+CREATE TABLE IF NOT EXISTS scope_generations (
+  enterprise_id TEXT NOT NULL,
+  scope_id TEXT NOT NULL,
+  generation INTEGER NOT NULL,
+  record_count INTEGER NOT NULL,
+  PRIMARY KEY (enterprise_id, scope_id)
+) WITHOUT ROWID;
+
+CREATE TABLE IF NOT EXISTS evidence (
+  enterprise_id TEXT NOT NULL,
+  scope_id TEXT NOT NULL,
+  id TEXT NOT NULL,
+  ref TEXT NOT NULL,
+  quote TEXT NOT NULL,
+  recorded_at INTEGER NOT NULL,
+  PRIMARY KEY (enterprise_id, scope_id, id, ref)
+) WITHOUT ROWID;
+
+CREATE TABLE IF NOT EXISTS memory_links (
+  enterprise_id TEXT NOT NULL,
+  scope_id TEXT NOT NULL,
+  source_id TEXT NOT NULL,
+  target_id TEXT NOT NULL,
+  created_at INTEGER NOT NULL,
+  PRIMARY KEY (enterprise_id, scope_id, source_id, target_id)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS memory_links_by_target
+  ON memory_links (enterprise_id, scope_id, target_id);
+
+CREATE TABLE IF NOT EXISTS graph_nodes (
+  enterprise_id TEXT NOT NULL,
+  scope_id TEXT NOT NULL,
+  node_id TEXT NOT NULL,
+  label TEXT NOT NULL,
+  node_type TEXT,
+  properties TEXT NOT NULL CHECK (json_valid(properties)),
+  created_at INTEGER NOT NULL,
+  updated_at INTEGER NOT NULL,
+  PRIMARY KEY (enterprise_id, scope_id, node_id)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS graph_nodes_by_label
+  ON graph_nodes (enterprise_id, scope_id, label);
+CREATE INDEX IF NOT EXISTS graph_nodes_by_node_type
+  ON graph_nodes (enterprise_id, scope_id, node_type);
+
+CREATE TABLE IF NOT EXISTS graph_edges (
+  enterprise_id TEXT NOT NULL,
+  scope_id TEXT NOT NULL,
+  edge_id TEXT NOT NULL,
+  source TEXT NOT NULL,
+  relation TEXT NOT NULL,
+  target TEXT NOT NULL,
+  properties TEXT NOT NULL CHECK (json_valid(properties)),
+  valid_at INTEGER,
+  invalid_at INTEGER,
+  created_at INTEGER NOT NULL,
+  updated_at INTEGER NOT NULL,
+  retired_at INTEGER,
+  supersedes TEXT,
+  superseded_by TEXT,
+  PRIMARY KEY (enterprise_id, scope_id, edge_id)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS graph_edges_by_source
+  ON graph_edges (enterprise_id, scope_id, source, relation);
+CREATE INDEX IF NOT EXISTS graph_edges_by_target
+  ON graph_edges (enterprise_id, scope_id, target, relation);
+
+CREATE TABLE IF NOT EXISTS execution_log_steps (
+  enterprise_id TEXT NOT NULL,
+  scope_id TEXT NOT NULL,
+  step_id TEXT NOT NULL,
+  tool_input TEXT NOT NULL,
+  metadata TEXT NOT NULL CHECK (json_valid(metadata)),
+  created_at INTEGER NOT NULL,
+  PRIMARY KEY (enterprise_id, scope_id, step_id)
+) WITHOUT ROWID;
+
+CREATE TABLE IF NOT EXISTS formation_keys (
+  enterprise_id TEXT NOT NULL,
+  scope_id TEXT NOT NULL,
+  formation_key TEXT NOT NULL,
+  fingerprint TEXT NOT NULL,
+  receipt_json TEXT NOT NULL,
+  committed_at INTEGER NOT NULL,
+  PRIMARY KEY (enterprise_id, scope_id, formation_key)
+) WITHOUT ROWID;
+
+CREATE TABLE IF NOT EXISTS commit_clock (
+  singleton INTEGER PRIMARY KEY CHECK (singleton = 1),
+  last_commit_us INTEGER NOT NULL
+);
+"""
+
+# Keep the keyword index and the per-scope generation in step with every write.
+_TRIGGERS = """
+CREATE TRIGGER IF NOT EXISTS memory_records_after_insert AFTER INSERT ON memory_records
+BEGIN
+  INSERT INTO memory_records_text (rowid, text) VALUES (NEW.row_id, NEW.text);
+  INSERT INTO scope_generations (enterprise_id, scope_id, generation, record_count)
+    VALUES (NEW.enterprise_id, NEW.scope_id, 1, 1)
+    ON CONFLICT (enterprise_id, scope_id) DO UPDATE
+      SET generation = generation + 1, record_count = record_count + 1;
+END;
+
+CREATE TRIGGER IF NOT EXISTS memory_records_after_text_update
+AFTER UPDATE OF text ON memory_records WHEN OLD.text IS NOT NEW.text
+BEGIN
+  INSERT INTO memory_records_text (memory_records_text, rowid, text)
+    VALUES ('delete', OLD.row_id, OLD.text);
+  INSERT INTO memory_records_text (rowid, text) VALUES (NEW.row_id, NEW.text);
+END;
+
+CREATE TRIGGER IF NOT EXISTS memory_records_after_update AFTER UPDATE ON memory_records
+BEGIN
+  UPDATE scope_generations SET generation = generation + 1
+    WHERE enterprise_id = NEW.enterprise_id AND scope_id = NEW.scope_id;
+END;
+
+CREATE TRIGGER IF NOT EXISTS memory_records_after_delete AFTER DELETE ON memory_records
+BEGIN
+  INSERT INTO memory_records_text (memory_records_text, rowid, text)
+    VALUES ('delete', OLD.row_id, OLD.text);
+  UPDATE scope_generations
+    SET generation = generation + 1, record_count = record_count - 1
+    WHERE enterprise_id = OLD.enterprise_id AND scope_id = OLD.scope_id;
+END;
+"""
+
+
+def ensure_schema(conn: Connection) -> None:
+    """Create the schema if the file is new; refuse a file from a newer version."""
+    version = int(conn.execute("PRAGMA user_version").fetchone()[0])
+    if version == SCHEMA_VERSION:
+        return
+    if version > SCHEMA_VERSION:
+        raise FailedPrecondition(
+            f"the memory store file has schema version {version}; this build reads "
+            f"version {SCHEMA_VERSION} and older",
+            reason="SCHEMA_TOO_NEW",
+        )
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        for statement in _statements(_TABLES) + _triggers():
+            conn.execute(statement)
+        conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+
+
+def _statements(text: str) -> list[str]:
+    return [s.strip() for s in text.split(";") if s.strip()]
+
+
+def _triggers() -> list[str]:
+    """Trigger bodies contain ';', so split on the blank line between triggers."""
+    return [block.strip() for block in _TRIGGERS.split("\n\n") if block.strip()]

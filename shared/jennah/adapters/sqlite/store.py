@@ -1,0 +1,244 @@
+"""The embedded memory store: one SQLite file, sqlite-vec embeddings, FTS5 text.
+
+Writes go through one writer connection, serialized by a lock inside the
+process and by BEGIN IMMEDIATE across processes; a whole CommitPlan is one
+transaction. Reads use pooled connections (WAL: readers never block the
+writer). Semantic search runs on an exact in-process numpy index per scope,
+see `vector_index.py` for why and how it stays coherent.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from jennah.adapters.sqlite import codec, reader
+from jennah.adapters.sqlite.connection import (
+    ConnectionPool,
+    IntegrityError,
+    OperationalError,
+    open_connection,
+)
+from jennah.adapters.sqlite.schema import ensure_schema
+from jennah.adapters.sqlite.vector_index import IndexCache, IndexEntry, ScopeIndex
+from jennah.adapters.sqlite.writer import write_plan
+from jennah.domain.models import (
+    CommitPlan,
+    CommitResult,
+    Direction,
+    ExecutionLogStep,
+    GraphEdge,
+    GraphNode,
+    MemoryRecord,
+    MetadataFilter,
+    ScopeRef,
+    ScoredRecord,
+)
+from jennah.errors import Aborted, AlreadyExists, InvalidArgument
+
+if TYPE_CHECKING:
+    from sqlite3 import Connection
+
+# Rows of all scopes' in-memory indexes together (~1.5 KB each). A scope larger
+# than this is searched with an exact sqlite-vec scan in SQL instead.
+DEFAULT_INDEX_BUDGET_ROWS = 500_000
+
+
+def _utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+class SqliteStore:
+    """MemoryStore on a SQLite file (created with its schema if missing).
+
+    Thread-safe. `clock` gives commit timestamps; they are kept strictly
+    increasing across every process sharing the file.
+    """
+
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        clock: Callable[[], datetime] = _utc_now,
+        index_budget_rows: int = DEFAULT_INDEX_BUDGET_ROWS,
+    ) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._clock = clock
+        self._writer = open_connection(self.path)
+        ensure_schema(self._writer)
+        self._pool = ConnectionPool(self.path)
+        self._write_lock = threading.Lock()
+        self._index_lock = threading.Lock()
+        self._indexes = IndexCache(index_budget_rows)
+
+    def close(self) -> None:
+        with self._write_lock:
+            self._pool.close()
+            self._writer.close()
+
+    # -- writes ---------------------------------------------------------------
+
+    def apply(self, plan: CommitPlan) -> CommitResult:
+        """Write the whole plan in ONE transaction, or nothing (see MemoryStore)."""
+        with self._write_lock, self._transaction() as conn:
+            before, _ = reader.scope_generation(conn, plan.scope)
+            result = write_plan(conn, plan, self._commit_micros(conn))
+            after, _ = reader.scope_generation(conn, plan.scope)
+            entries: list[IndexEntry] | None = None  # None: not read back, drop the index
+            if after != before and self._index_is_at(plan.scope, before):
+                touched = [c.id for c in plan.chunks] + [c.target_id for c in plan.chunk_closures]
+                entries = reader.index_entries(conn, plan.scope, touched)
+            with self._index_lock:
+                conn.execute("COMMIT")
+                self._indexes.after_commit(plan.scope, before, after, entries)
+        return result
+
+    @contextmanager
+    def _transaction(self) -> Iterator[Connection]:
+        conn = self._writer
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+        except OperationalError as exc:
+            raise Aborted(
+                f"the memory store is busy ({exc}); retry the commit", reason="STORE_BUSY"
+            ) from exc
+        try:
+            yield conn
+        except IntegrityError as exc:
+            conn.execute("ROLLBACK")
+            raise AlreadyExists(f"the commit conflicts with a stored row: {exc}") from exc
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+
+    def _commit_micros(self, conn: Connection) -> int:
+        """Now, or just after the last commit of any process, whichever is later."""
+        row = conn.execute("SELECT last_commit_us FROM commit_clock WHERE singleton = 1").fetchone()
+        now = codec.required_micros(self._clock())
+        if row is not None:
+            now = max(now, int(row[0]) + 1)
+        conn.execute(
+            "INSERT INTO commit_clock (singleton, last_commit_us) VALUES (1, ?) "
+            "ON CONFLICT (singleton) DO UPDATE SET last_commit_us = excluded.last_commit_us",
+            (now,),
+        )
+        return now
+
+    def _index_is_at(self, scope: ScopeRef, generation: int) -> bool:
+        with self._index_lock:
+            index = self._indexes.get(scope)
+            return index is not None and index.generation == generation
+
+    # -- semantic search --------------------------------------------------------
+
+    def search_chunks(
+        self,
+        scope: ScopeRef,
+        vector: Sequence[float],
+        top_k: int,
+        filters: Sequence[MetadataFilter],
+        as_of: datetime,
+    ) -> list[ScoredRecord]:
+        """Nearest chunks valid at `as_of` matching every filter; best first, ties by id."""
+        blob = codec.embedding_blob(vector, "vector")
+        assert blob is not None
+        if top_k < 1:
+            raise InvalidArgument(f"topK must be at least 1; got {top_k}", field="topK")
+        instant = codec.required_micros(as_of)
+        with self._pool.connection() as conn:
+            with self._index_lock:
+                generation, count = reader.scope_generation(conn, scope)
+                if count == 0:
+                    return []
+                if count > self._indexes.budget_rows:
+                    ranked = reader.search_by_scan(conn, scope, blob, top_k, filters, instant)
+                else:
+                    index = self._index(conn, scope, generation)
+                    ranked = self._search_index(conn, scope, index, vector, top_k, filters,
+                                                instant)
+            records = {r.id: r for r in reader.get_chunks(conn, scope, [i for i, _ in ranked])}
+        return [
+            ScoredRecord(record=records[record_id], score=score)
+            for record_id, score in ranked
+            if record_id in records
+        ]
+
+    def _index(self, conn: Connection, scope: ScopeRef, generation: int) -> ScopeIndex:
+        """The scope's index at `generation`, built from the table when missing or stale."""
+        index = self._indexes.current(scope, generation)
+        if index is None:
+            index = ScopeIndex.build(generation, reader.index_rows(conn, scope))
+            self._indexes.put(scope, index)
+        return index
+
+    def _search_index(
+        self,
+        conn: Connection,
+        scope: ScopeRef,
+        index: ScopeIndex,
+        vector: Sequence[float],
+        top_k: int,
+        filters: Sequence[MetadataFilter],
+        instant: int,
+    ) -> list[tuple[str, float]]:
+        allowed = index.valid_mask(instant)
+        for flt in filters:
+            if not index.has_column(flt.key):
+                index.add_column(flt.key, reader.metadata_values(conn, scope, flt.key))
+            allowed &= index.filter_mask(flt)
+        return index.top_k(vector, top_k, allowed)
+
+    # -- reads ----------------------------------------------------------------
+
+    def get_chunks(self, scope: ScopeRef, ids: Sequence[str]) -> list[MemoryRecord]:
+        """The named chunks that exist (any validity), in id order."""
+        with self._pool.connection() as conn:
+            return reader.get_chunks(conn, scope, ids)
+
+    def list_chunks(
+        self, scope: ScopeRef, as_of: datetime | None, limit: int, offset: int
+    ) -> list[MemoryRecord]:
+        """Chunks valid at `as_of` (every row when None), ordered by id."""
+        with self._pool.connection() as conn:
+            return reader.list_chunks(conn, scope, codec.to_micros(as_of), limit, offset)
+
+    def find_nodes(
+        self, scope: ScopeRef, filters: Sequence[MetadataFilter], limit: int
+    ) -> list[GraphNode]:
+        """Nodes matching every filter on NodeId, Label or NodeType, by node id."""
+        with self._pool.connection() as conn:
+            return reader.find_nodes(conn, scope, filters, limit)
+
+    def get_nodes(self, scope: ScopeRef, node_ids: Sequence[str]) -> list[GraphNode]:
+        """The named nodes that exist, by node id."""
+        with self._pool.connection() as conn:
+            return reader.get_nodes(conn, scope, node_ids)
+
+    def edges_touching(
+        self,
+        scope: ScopeRef,
+        node_ids: Sequence[str],
+        relations: Sequence[str],
+        direction: Direction,
+        as_of: datetime | None,
+    ) -> list[GraphEdge]:
+        """Edges leaving, entering or touching the nodes, valid at `as_of`, by edge id."""
+        with self._pool.connection() as conn:
+            return reader.edges_touching(
+                conn, scope, node_ids, relations, direction, codec.to_micros(as_of)
+            )
+
+    def get_edges(self, scope: ScopeRef, edge_ids: Sequence[str]) -> list[GraphEdge]:
+        """The named edges that exist (any validity), by edge id."""
+        with self._pool.connection() as conn:
+            return reader.get_edges(conn, scope, edge_ids)
+
+    def get_step(self, scope: ScopeRef, step_id: str) -> ExecutionLogStep | None:
+        with self._pool.connection() as conn:
+            return reader.get_step(conn, scope, step_id)

@@ -1,0 +1,252 @@
+"""Writing one CommitPlan inside an open SQLite transaction.
+
+The caller owns the transaction (BEGIN IMMEDIATE … COMMIT / ROLLBACK); every
+function here only issues statements, so any exception leaves nothing behind.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from jennah.adapters.sqlite import codec
+from jennah.domain import rules
+from jennah.domain.models import Closure, CommitPlan, CommitResult, ScopeRef
+from jennah.errors import Aborted, NotFound
+
+if TYPE_CHECKING:
+    from sqlite3 import Connection
+
+# A replace never touches valid_at, invalid_at, superseded_by, status,
+# created_at or retired_at: only closures change validity.
+_UPSERT_RECORD = f"""
+INSERT INTO memory_records ({codec.RECORD_COLUMNS}) VALUES (
+  :enterprise_id, :scope_id, :id, :key, :revision, :content_hash, :text, :summary, :about,
+  :when_to_use, :type, :metadata, :strength, :pin, :authority, :confidence, :sensitivity,
+  :valid_at, :invalid_at, :valid_until, :created_at, :updated_at, :retired_at, :status,
+  :supersedes, :superseded_by, :durability, :reinforcement_count, :last_reinforced_at,
+  CASE WHEN :embedding IS NULL THEN NULL ELSE vec_f32(:embedding) END)
+ON CONFLICT (enterprise_id, scope_id, id) DO UPDATE SET
+  key = excluded.key, revision = excluded.revision, content_hash = excluded.content_hash,
+  text = excluded.text, summary = excluded.summary, about = excluded.about,
+  when_to_use = excluded.when_to_use, type = excluded.type, metadata = excluded.metadata,
+  strength = excluded.strength, pin = excluded.pin, authority = excluded.authority,
+  confidence = excluded.confidence, sensitivity = excluded.sensitivity,
+  valid_until = excluded.valid_until, updated_at = excluded.updated_at,
+  supersedes = coalesce(excluded.supersedes, memory_records.supersedes),
+  durability = excluded.durability, reinforcement_count = excluded.reinforcement_count,
+  last_reinforced_at = excluded.last_reinforced_at, embedding = excluded.embedding
+"""
+
+# node_type is assign-once: a stored class is kept, a NULL one may be set.
+_UPSERT_NODE = """
+INSERT INTO graph_nodes (enterprise_id, scope_id, node_id, label, node_type, properties,
+                         created_at, updated_at)
+VALUES (:enterprise_id, :scope_id, :node_id, :label, :node_type, :properties, :now, :now)
+ON CONFLICT (enterprise_id, scope_id, node_id) DO UPDATE SET
+  label = excluded.label,
+  node_type = coalesce(graph_nodes.node_type, excluded.node_type),
+  properties = excluded.properties,
+  updated_at = excluded.updated_at
+"""
+
+_UPSERT_EDGE = """
+INSERT INTO graph_edges (enterprise_id, scope_id, edge_id, source, relation, target, properties,
+                         valid_at, invalid_at, created_at, updated_at, retired_at, supersedes,
+                         superseded_by)
+VALUES (:enterprise_id, :scope_id, :edge_id, :source, :relation, :target, :properties,
+        :valid_at, :invalid_at, :now, :now, :retired_at, :supersedes, :superseded_by)
+ON CONFLICT (enterprise_id, scope_id, edge_id) DO UPDATE SET
+  source = excluded.source, relation = excluded.relation, target = excluded.target,
+  properties = excluded.properties, updated_at = excluded.updated_at,
+  supersedes = coalesce(excluded.supersedes, graph_edges.supersedes)
+"""
+
+_UPSERT_STEP = """
+INSERT INTO execution_log_steps (enterprise_id, scope_id, step_id, tool_input, metadata,
+                                 created_at)
+VALUES (:enterprise_id, :scope_id, :step_id, :tool_input, :metadata, :now)
+ON CONFLICT (enterprise_id, scope_id, step_id) DO UPDATE SET
+  tool_input = excluded.tool_input, metadata = excluded.metadata
+"""
+
+_UPSERT_EVIDENCE = """
+INSERT INTO evidence (enterprise_id, scope_id, id, ref, quote, recorded_at)
+VALUES (:enterprise_id, :scope_id, :id, :ref, :quote, :recorded_at)
+ON CONFLICT (enterprise_id, scope_id, id, ref) DO UPDATE SET
+  quote = excluded.quote, recorded_at = excluded.recorded_at
+"""
+
+_INSERT_LINK = """
+INSERT INTO memory_links (enterprise_id, scope_id, source_id, target_id, created_at)
+VALUES (:enterprise_id, :scope_id, :source_id, :target_id, :now)
+ON CONFLICT (enterprise_id, scope_id, source_id, target_id) DO NOTHING
+"""
+
+
+def write_plan(conn: Connection, plan: CommitPlan, commit_us: int) -> CommitResult:
+    """Issue every statement of `plan`; closures run last, against the written rows."""
+    scope = plan.scope
+    _write_chunks(conn, plan, commit_us)
+    _write_nodes(conn, plan, commit_us)
+    _write_edges(conn, plan, commit_us)
+    chunk_closures = sum(
+        _close(conn, scope, "memory_records", "id", closure, commit_us)
+        for closure in plan.chunk_closures
+    )
+    edge_closures = sum(
+        _close(conn, scope, "graph_edges", "edge_id", closure, commit_us)
+        for closure in plan.edge_closures
+    )
+    _write_ledgers(conn, plan, commit_us)
+    return CommitResult(
+        commit_timestamp=codec.required_datetime(commit_us),
+        chunks_written=len(plan.chunks),
+        nodes_written=len(plan.nodes),
+        edges_written=len(plan.edges),
+        chunk_supersessions=chunk_closures,
+        edge_supersessions=edge_closures,
+    )
+
+
+def _keys(scope: ScopeRef, commit_us: int) -> dict[str, Any]:
+    return {"enterprise_id": scope.enterprise_id, "scope_id": scope.scope_id, "now": commit_us}
+
+
+def _write_chunks(conn: Connection, plan: CommitPlan, commit_us: int) -> None:
+    params = [codec.record_params(chunk, plan.scope, commit_us) for chunk in plan.chunks]
+    conn.executemany(_UPSERT_RECORD, params)
+
+
+def _write_nodes(conn: Connection, plan: CommitPlan, commit_us: int) -> None:
+    keys = _keys(plan.scope, commit_us)
+    conn.executemany(
+        _UPSERT_NODE,
+        [
+            {
+                **keys,
+                "node_id": node.node_id,
+                "label": node.label,
+                "node_type": node.node_type,
+                "properties": codec.to_json(node.properties),
+            }
+            for node in plan.nodes
+        ],
+    )
+
+
+def _write_edges(conn: Connection, plan: CommitPlan, commit_us: int) -> None:
+    keys = _keys(plan.scope, commit_us)
+    conn.executemany(
+        _UPSERT_EDGE,
+        [
+            {
+                **keys,
+                "edge_id": edge.edge_id,
+                "source": edge.source,
+                "relation": edge.relation,
+                "target": edge.target,
+                "properties": codec.to_json(edge.properties),
+                "valid_at": codec.to_micros(edge.valid_at),
+                "invalid_at": codec.to_micros(edge.invalid_at),
+                "retired_at": codec.to_micros(edge.retired_at),
+                "supersedes": edge.supersedes,
+                "superseded_by": edge.superseded_by,
+            }
+            for edge in plan.edges
+        ],
+    )
+
+
+def _close(
+    conn: Connection, scope: ScopeRef, table: str, id_column: str, closure: Closure,
+    commit_us: int,
+) -> bool:
+    """Apply one supersession; False when it was already applied identically."""
+    where = f"enterprise_id = ? AND scope_id = ? AND {id_column} = ?"
+    key = (scope.enterprise_id, scope.scope_id, closure.target_id)
+    row = conn.execute(
+        f"SELECT valid_at, invalid_at, superseded_by FROM {table} WHERE {where}", key
+    ).fetchone()
+    if row is None:
+        kind = "chunk" if table == "memory_records" else "edge"
+        raise NotFound(
+            f"the supersession names {kind} {closure.target_id}, which does not exist "
+            "in this scope",
+            metadata={"id": closure.target_id},
+        )
+    invalid_at = codec.required_micros(closure.invalid_at)
+    if not rules.check_closure(
+        closure.target_id,
+        codec.from_micros(row["valid_at"]),
+        codec.from_micros(row["invalid_at"]),
+        row["superseded_by"],
+        codec.required_datetime(invalid_at),
+        closure.superseded_by,
+    ):
+        return False
+    status = ", status = 'superseded'" if table == "memory_records" else ""
+    conn.execute(
+        f"UPDATE {table} SET invalid_at = ?, superseded_by = ?, updated_at = ?{status} "
+        f"WHERE {where}",
+        (invalid_at, closure.superseded_by, commit_us, *key),
+    )
+    return True
+
+
+def _write_ledgers(conn: Connection, plan: CommitPlan, commit_us: int) -> None:
+    """Evidence, links, execution-log steps and the formation key."""
+    keys = _keys(plan.scope, commit_us)
+    conn.executemany(
+        _UPSERT_EVIDENCE,
+        [
+            {
+                **keys,
+                "id": line.memory_id,
+                "ref": line.ref,
+                "quote": line.quote,
+                "recorded_at": codec.required_micros(line.recorded_at),
+            }
+            for line in plan.evidence
+        ],
+    )
+    conn.executemany(
+        _INSERT_LINK,
+        [{**keys, "source_id": ln.source_id, "target_id": ln.target_id} for ln in plan.links],
+    )
+    conn.executemany(
+        _UPSERT_STEP,
+        [
+            {
+                **keys,
+                "step_id": step.step_id,
+                "tool_input": step.tool_input,
+                "metadata": codec.to_json(step.metadata),
+            }
+            for step in plan.steps
+        ],
+    )
+    if plan.formation_key is not None:
+        _claim_formation_key(conn, plan, commit_us)
+
+
+def _claim_formation_key(conn: Connection, plan: CommitPlan, commit_us: int) -> None:
+    record = plan.formation_key
+    assert record is not None
+    key = (plan.scope.enterprise_id, plan.scope.scope_id, record.formation_key)
+    claimed = conn.execute(
+        "SELECT 1 FROM formation_keys WHERE enterprise_id = ? AND scope_id = ? "
+        "AND formation_key = ?",
+        key,
+    ).fetchone()
+    if claimed is not None:
+        raise Aborted(
+            f"formationKey {record.formation_key!r} was committed by another request first; "
+            "resend with the same formationKey to get its receipt",
+            reason="FORMATION_KEY_CLAIMED",
+            metadata={"formationKey": record.formation_key},
+        )
+    conn.execute(
+        "INSERT INTO formation_keys (enterprise_id, scope_id, formation_key, fingerprint, "
+        "receipt_json, committed_at) VALUES (?, ?, ?, ?, ?, ?)",
+        (*key, record.fingerprint, record.receipt_json, commit_us),
+    )

@@ -1,0 +1,326 @@
+"""SQLite-only checks: the schema, the keyword index, ledgers read back with raw SQL,
+and the in-process vector index (exactness, coherence across connections, threads)."""
+
+from __future__ import annotations
+
+import random
+import threading
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from jennah.adapters.sqlite import schema
+from jennah.adapters.sqlite.connection import open_connection
+from jennah.adapters.sqlite.store import SqliteStore
+from jennah.domain import rules
+from jennah.domain.models import (
+    Closure,
+    CommitPlan,
+    FilterOperator,
+    MemoryRecord,
+    MetadataFilter,
+    ScopeRef,
+)
+from jennah.errors import FailedPrecondition, InvalidArgument, NotFound
+from jennah.services.commands import ChunkInput, SupersessionInput
+from tests.contract.conftest import (
+    EMBEDDER,
+    NOW,
+    at,
+    chunk_id,
+    commit_items,
+    new_scope,
+    search_ids,
+)
+from tests.contract.test_ledger_contract import formation_plan
+
+
+@pytest.fixture
+def sqlite_store(tmp_path: Path) -> Iterator[SqliteStore]:
+    store = SqliteStore(tmp_path / "memory.db")
+    yield store
+    store.close()
+
+
+def test_schema_is_versioned_and_reopening_is_idempotent(tmp_path: Path) -> None:
+    path = tmp_path / "nested" / "memory.db"
+    SqliteStore(path).close()
+    store = SqliteStore(path)
+    conn = open_connection(path)
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == schema.SCHEMA_VERSION
+    assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    assert {
+        "memory_records", "evidence", "memory_links", "graph_nodes", "graph_edges",
+        "execution_log_steps", "formation_keys", "memory_records_text",
+    } <= tables  # fmt: skip
+    conn.close()
+    store.close()
+
+
+def test_a_newer_schema_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "memory.db"
+    conn = open_connection(path)
+    conn.execute(f"PRAGMA user_version = {schema.SCHEMA_VERSION + 1}")
+    conn.close()
+    with pytest.raises(FailedPrecondition, match="schema version"):
+        SqliteStore(path)
+
+
+def test_ledgers_read_back(sqlite_store: SqliteStore) -> None:
+    scope = new_scope()
+    result = sqlite_store.apply(formation_plan(scope))
+    conn = open_connection(sqlite_store.path)
+    keys = (scope.enterprise_id, scope.scope_id)
+    first, second = chunk_id("Ana moved to Lisbon"), chunk_id("Ana lives in Lisbon")
+    evidence = conn.execute(
+        "SELECT id, ref, quote, recorded_at FROM evidence WHERE enterprise_id=? AND scope_id=?",
+        keys,
+    ).fetchall()
+    assert [tuple(row) for row in evidence] == [
+        (first, "step-1#0", "I moved to Lisbon", _micros(at(2026, 3, 4)))
+    ]
+    links = conn.execute(
+        "SELECT source_id, target_id, created_at FROM memory_links "
+        "WHERE enterprise_id=? AND scope_id=?",
+        keys,
+    ).fetchall()
+    assert [tuple(row) for row in links] == [(first, second, _micros(result.commit_timestamp))]
+    key = conn.execute(
+        "SELECT formation_key, fingerprint, receipt_json, committed_at FROM formation_keys "
+        "WHERE enterprise_id=? AND scope_id=?",
+        keys,
+    ).fetchall()
+    assert [tuple(row) for row in key] == [
+        ("conversation-1", "fp-1", '{"ok": true}', _micros(result.commit_timestamp))
+    ]
+    conn.close()
+
+
+def _micros(value: datetime) -> int:
+    return (value - datetime(1970, 1, 1, tzinfo=UTC)) // timedelta(microseconds=1)
+
+
+def test_keyword_index_follows_writes(sqlite_store: SqliteStore) -> None:
+    scope, other = new_scope(), new_scope()
+    commit_items(sqlite_store, scope, chunks=[ChunkInput(text="Ana adopted a greyhound")])
+    commit_items(sqlite_store, scope, chunks=[ChunkInput(text="Ana adopted a greyhound")])
+    commit_items(sqlite_store, other, chunks=[ChunkInput(text="greyhounds elsewhere")])
+    conn = open_connection(sqlite_store.path)
+    rows = conn.execute(
+        "SELECT r.id FROM memory_records_text AS t JOIN memory_records AS r "
+        "ON r.row_id = t.rowid WHERE memory_records_text MATCH ? "
+        "AND r.enterprise_id = ? AND r.scope_id = ?",
+        ("greyhound", scope.enterprise_id, scope.scope_id),
+    ).fetchall()
+    assert [row[0] for row in rows] == [chunk_id("Ana adopted a greyhound")]
+    conn.close()
+
+
+def test_wrong_dimensions_are_invalid(sqlite_store: SqliteStore) -> None:
+    scope = new_scope()
+    with pytest.raises(InvalidArgument, match="384"):
+        sqlite_store.search_chunks(scope, [0.1, 0.2], 10, [], NOW)
+    bad = MemoryRecord(id="x", scope=scope, text="x", embedding=[1.0, 0.0])
+    with pytest.raises(InvalidArgument, match="384"):
+        sqlite_store.apply(CommitPlan(scope=scope, chunks=[bad]))
+
+
+def test_commit_timestamps_increase_when_the_clock_stands_still(tmp_path: Path) -> None:
+    store = SqliteStore(tmp_path / "memory.db", clock=lambda: NOW)
+    scope = new_scope()
+    stamps = [
+        store.apply(CommitPlan(scope=scope, chunks=[_record(scope, i)])).commit_timestamp
+        for i in range(3)
+    ]
+    assert stamps == [NOW, NOW + timedelta(microseconds=1), NOW + timedelta(microseconds=2)]
+    store.close()
+
+
+# -- the vector index ---------------------------------------------------------------
+
+
+def _record(
+    scope: ScopeRef,
+    i: int,
+    vector: list[float] | None = None,
+    metadata: dict[str, str] | None = None,
+    valid_at: datetime | None = None,
+) -> MemoryRecord:
+    return MemoryRecord(
+        id=f"rec-{i:05d}",
+        scope=scope,
+        text=f"record {i}",
+        metadata=metadata or {},
+        valid_at=valid_at,
+        embedding=vector if vector is not None else EMBEDDER.embed(f"record {i}"),
+    )
+
+
+def _random_scope(store: SqliteStore, rng: random.Random, size: int) -> ScopeRef:
+    """Random unit vectors (some duplicated, for ties), metadata, windows and closures."""
+    scope = new_scope()
+    nprng = np.random.default_rng(rng.randrange(1 << 30))
+    vectors = nprng.normal(size=(size, 384))
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    records = []
+    for i in range(size):
+        vector = vectors[i // 7 * 7] if i % 5 == 0 else vectors[i]  # duplicates tie exactly
+        metadata = {}
+        if rng.random() < 0.8:
+            metadata["colour"] = rng.choice(["red", "green", "blue"])
+        if rng.random() < 0.5:
+            metadata["size"] = rng.choice(["s", "m"])
+        valid_at = at(2020 + rng.randrange(6)) if rng.random() < 0.5 else None
+        records.append(_record(scope, i, vector.tolist(), metadata, valid_at))
+    store.apply(CommitPlan(scope=scope, chunks=records))
+    closures = [
+        Closure(target_id=r.id, invalid_at=at(2026), superseded_by=f"next-{r.id}")
+        for r in records
+        if rng.random() < 0.2
+    ]
+    store.apply(CommitPlan(scope=scope, chunk_closures=closures))
+    return scope
+
+
+def _random_filters(rng: random.Random) -> list[MetadataFilter]:
+    choices = [
+        [],
+        [MetadataFilter(key="colour", values=["red"])],
+        [MetadataFilter(key="colour", operator=FilterOperator.NOT_EQUALS, values=["red"])],
+        [MetadataFilter(key="colour", operator=FilterOperator.IN, values=["red", "blue"])],
+        [
+            MetadataFilter(key="colour", operator=FilterOperator.IN, values=["green", "blue"]),
+            MetadataFilter(key="size", operator=FilterOperator.NOT_EQUALS, values=["m"]),
+        ],
+        [MetadataFilter(key="size", values=["s"]), MetadataFilter(key="colour", values=["red"])],
+    ]
+    return rng.choice(choices)
+
+
+def _brute_force(
+    rows: list[MemoryRecord],
+    query: np.typing.NDArray[np.float64],
+    top_k: int,
+    filters: list[MetadataFilter],
+    as_of: datetime,
+) -> list[str]:
+    hits = []
+    for row in rows:
+        if not rules.is_valid_at(row.valid_at, row.invalid_at, row.retired_at, as_of):
+            continue
+        if not all(rules.matches_filter(row.metadata, f) for f in filters):
+            continue
+        vector = np.asarray(row.embedding, dtype=np.float64)
+        hits.append((-float(vector @ query / np.linalg.norm(vector)), row.id))
+    return [record_id for _, record_id in sorted(hits)[:top_k]]
+
+
+def test_index_answers_exactly_like_a_scan(tmp_path: Path) -> None:
+    """Index search == sqlite-vec SQL scan (budget 0 forces it) == float64 brute force."""
+    rng = random.Random(7)
+    indexed = SqliteStore(tmp_path / "memory.db")
+    scanned = SqliteStore(tmp_path / "memory.db", index_budget_rows=0)
+    scope = _random_scope(indexed, rng, 1500)
+    rows = indexed.list_chunks(scope, None, 100_000, 0)
+    for _ in range(40):
+        query = np.random.default_rng(rng.randrange(1 << 30)).normal(size=384)
+        query /= np.linalg.norm(query)
+        if rng.random() < 0.3:  # ask for an exact duplicate: ties broken by id
+            query = np.asarray(indexed.get_chunks(scope, ["rec-00000"])[0].embedding)
+        top_k, filters = rng.choice([1, 5, 10, 50]), _random_filters(rng)
+        as_of = rng.choice([NOW, at(2022), at(2025, 6)])
+        expected = _brute_force(rows, query, top_k, filters, as_of)
+        for store in (indexed, scanned):
+            hits = store.search_chunks(scope, query.tolist(), top_k, filters, as_of)
+            assert [h.record.id for h in hits] == expected
+        assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+    indexed.close()
+    scanned.close()
+
+
+def test_index_sees_writes_from_another_connection(tmp_path: Path) -> None:
+    reader_store = SqliteStore(tmp_path / "memory.db")
+    writer_store = SqliteStore(tmp_path / "memory.db")
+    scope = new_scope()
+    commit_items(writer_store, scope, chunks=[ChunkInput(text="apples", valid_at=at(2024))])
+    assert search_ids(reader_store, scope, "apples") == [chunk_id("apples", at(2024))]
+    commit_items(
+        writer_store,
+        scope,
+        chunks=[ChunkInput(text="apples and pears", metadata={"k": "v"})],
+        supersessions=[
+            SupersessionInput(
+                chunk_id=chunk_id("apples", at(2024)),
+                replacement_chunk=ChunkInput(text="apples again", valid_at=at(2025)),
+            )
+        ],
+    )
+    assert set(search_ids(reader_store, scope, "apples")) == {
+        chunk_id("apples and pears"),
+        chunk_id("apples again", at(2025)),
+    }
+    kv = [MetadataFilter(key="k", values=["v"])]
+    assert search_ids(reader_store, scope, "apples", filters=kv) == [chunk_id("apples and pears")]
+    commit_items(writer_store, scope, chunks=[ChunkInput(text="apples and pears")])
+    assert search_ids(reader_store, scope, "apples", filters=kv) == []
+    reader_store.close()
+    writer_store.close()
+
+
+def test_a_failed_commit_leaves_the_index_untouched(sqlite_store: SqliteStore) -> None:
+    scope = new_scope()
+    commit_items(sqlite_store, scope, chunks=[ChunkInput(text="kept")])
+    assert search_ids(sqlite_store, scope, "kept") == [chunk_id("kept")]
+    with pytest.raises(NotFound):
+        sqlite_store.apply(
+            CommitPlan(
+                scope=scope,
+                chunks=[_record(scope, 1, EMBEDDER.embed("kept"))],
+                chunk_closures=[Closure(target_id="nope", invalid_at=NOW, superseded_by="x")],
+            )
+        )
+    assert search_ids(sqlite_store, scope, "kept") == [chunk_id("kept")]
+
+
+def test_lru_eviction_keeps_answers_right(tmp_path: Path) -> None:
+    store = SqliteStore(tmp_path / "memory.db", index_budget_rows=3)
+    scopes = [new_scope() for _ in range(3)]
+    for i, scope in enumerate(scopes):
+        commit_items(store, scope, chunks=[ChunkInput(text=f"w{i} x"), ChunkInput(text="y")])
+    for _ in range(2):
+        for i, scope in enumerate(scopes):
+            assert search_ids(store, scope, f"w{i}", top_k=1) == [chunk_id(f"w{i} x")]
+    store.close()
+
+
+def test_concurrent_commits_and_searches(sqlite_store: SqliteStore) -> None:
+    scope = new_scope()
+    errors: list[BaseException] = []
+
+    def write(worker: int) -> None:
+        try:
+            for i in range(15):
+                commit_items(sqlite_store, scope, chunks=[ChunkInput(text=f"w{worker} n{i}")])
+        except BaseException as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    def read() -> None:
+        try:
+            for _ in range(30):
+                search_ids(sqlite_store, scope, "w0 n1")
+        except BaseException as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=write, args=(w,)) for w in range(3)]
+    threads += [threading.Thread(target=read) for _ in range(3)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    assert len(sqlite_store.list_chunks(scope, None, 1000, 0)) == 45
+    assert len(search_ids(sqlite_store, scope, "n1", top_k=100)) == 45
