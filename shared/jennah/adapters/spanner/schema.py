@@ -1,0 +1,38 @@
+"""The Spanner DDL, read from the package's .sql files and split into statements.
+
+`schema.sql` is the one schema source (tests apply it to the emulator;
+Terraform applies it to Cloud Spanner). `vector_index.sql` holds DDL only
+production can run; it is applied after `schema.sql`.
+"""
+
+from __future__ import annotations
+
+from importlib import resources
+
+SCHEMA_FILE = "schema.sql"
+PRODUCTION_ONLY_FILE = "vector_index.sql"
+
+
+def ddl_statements() -> list[str]:
+    """Every statement of schema.sql, in order, without the trailing ';'."""
+    return split_statements(_read(SCHEMA_FILE))
+
+
+def production_only_statements() -> list[str]:
+    """The statements the emulator lacks (the ANN vector index), in order."""
+    return split_statements(_read(PRODUCTION_ONLY_FILE))
+
+
+def split_statements(text: str) -> list[str]:
+    """Split DDL on ';' after dropping '--' comments; whitespace runs become one space.
+
+    The schema files keep ';' and '--' out of string literals, so a plain
+    split is exact for them.
+    """
+    code = "\n".join(line.split("--", 1)[0] for line in text.splitlines())
+    statements = (" ".join(chunk.split()) for chunk in code.split(";"))
+    return [statement for statement in statements if statement]
+
+
+def _read(name: str) -> str:
+    return resources.files(__package__).joinpath(name).read_text(encoding="utf-8")

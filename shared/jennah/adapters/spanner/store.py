@@ -1,0 +1,750 @@
+"""The memory store on Cloud Spanner (GoogleSQL dialect): the production system of record.
+
+Writes go through `Database.run_in_transaction` with a transaction function
+that only reads and buffers mutations, so Spanner may run it several times
+(it retries on ABORTED). Every call has a time bound: a query that runs away,
+or a Spanner (emulator) that falls over, fails the call with DEADLINE_EXCEEDED
+or UNAVAILABLE instead of hanging the function. The client library alone does
+not bound them: it restarts a streaming read after UNAVAILABLE without limit,
+and its Commit RPC retries for up to an hour.
+
+Semantic search is the exact `COSINE_DISTANCE` scan everywhere, the emulator
+included; production may add the ANN index of `vector_index.sql`.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from enum import Enum
+from typing import Any, TypeVar, cast
+
+from google.api_core import exceptions as google_errors
+from google.api_core.retry import Retry, if_exception_type
+from google.cloud.spanner_v1 import COMMIT_TIMESTAMP, KeySet, param_types
+from pydantic import BaseModel
+
+from jennah import errors
+from jennah.domain import rules
+from jennah.domain.models import (
+    Closure,
+    CommitPlan,
+    CommitResult,
+    Direction,
+    ExecutionLogStep,
+    FilterOperator,
+    GraphEdge,
+    GraphNode,
+    MemoryRecord,
+    MetadataFilter,
+    ScopeRef,
+    ScoredRecord,
+    Status,
+)
+
+RECORD_COLUMNS = (
+    "id", "key", "revision", "content_hash", "text", "summary", "about", "when_to_use",
+    "type", "metadata", "strength", "pin", "authority", "confidence", "sensitivity",
+    "valid_at", "invalid_at", "valid_until", "created_at", "updated_at", "retired_at",
+    "status", "supersedes", "superseded_by", "durability", "reinforcement_count",
+    "last_reinforced_at", "embedding",
+)  # fmt: skip
+NODE_COLUMNS = ("node_id", "label", "node_type", "properties", "created_at", "updated_at")
+EDGE_COLUMNS = (
+    "edge_id", "source", "relation", "target", "properties", "valid_at", "invalid_at",
+    "created_at", "retired_at", "supersedes", "superseded_by",
+)  # fmt: skip
+STEP_COLUMNS = ("step_id", "tool_input", "metadata", "created_at")
+
+# Columns a create-or-replace never rewrites on an existing row: the validity
+# window and lifecycle (only closures change them) and the transaction time.
+_KEPT_ON_REPLACE = frozenset(
+    {"valid_at", "invalid_at", "superseded_by", "status", "retired_at", "created_at"}
+)
+# Node filter keys and the columns they match.
+NODE_FILTER_COLUMNS = {"NodeId": "node_id", "Label": "label", "NodeType": "node_type"}
+
+_T = TypeVar("_T")
+_M = TypeVar("_M", bound=BaseModel)
+# How long past its bound a call may take to report its own error (UNAVAILABLE,
+# a deadline) before we stop waiting for it.
+_GRACE_SECONDS = 0.5
+
+_SCOPE_SQL = "enterprise_id = @enterprise_id AND scope_id = @scope_id"
+_VALID_AT_SQL = (
+    "retired_at IS NULL AND (valid_at IS NULL OR valid_at <= @as_of)"
+    " AND (invalid_at IS NULL OR invalid_at > @as_of)"
+)
+
+
+class SpannerStore:
+    """MemoryStore on a Cloud Spanner database created from `schema.sql`.
+
+    Every statement filters by the scope's enterprise and scope ids (the key
+    prefix of every table). `timeout_seconds` bounds each read and the whole
+    read-write transaction, retries included. Spanner errors surface as
+    `jennah.errors` with the same canonical status.
+    """
+
+    def __init__(self, database: Any, *, timeout_seconds: float = 30.0) -> None:
+        self._database = database
+        self._timeout = timeout_seconds
+        self._bound = _CallBound(
+            timeout_seconds,
+            Retry(
+                predicate=if_exception_type(google_errors.ServiceUnavailable),
+                initial=0.1,
+                maximum=1.0,
+                multiplier=2.0,
+                timeout=timeout_seconds,
+            ),
+        )
+
+    # writes
+
+    def apply(self, plan: CommitPlan) -> CommitResult:
+        writer = _PlanWriter(plan, self._bound)
+        written: _Written = self._bounded(
+            "commit",
+            lambda: self._database.run_in_transaction(writer.write, timeout_secs=self._timeout),
+        )
+        return CommitResult(
+            commit_timestamp=_utc(written.transaction.committed),
+            chunks_written=len(plan.chunks),
+            nodes_written=len(plan.nodes),
+            edges_written=len(plan.edges),
+            chunk_supersessions=written.chunk_supersessions,
+            edge_supersessions=written.edge_supersessions,
+        )
+
+    # chunks
+
+    def search_chunks(
+        self,
+        scope: ScopeRef,
+        vector: Sequence[float],
+        top_k: int,
+        filters: Sequence[MetadataFilter],
+        as_of: datetime,
+    ) -> list[ScoredRecord]:
+        query = _Query.scoped(scope)
+        vector_param = query.bind("query_vector", _vector(vector), _FLOAT32_ARRAY)
+        query.bind("as_of", as_of, param_types.TIMESTAMP)
+        query.where("embedding IS NOT NULL", _VALID_AT_SQL)
+        for flt in filters:
+            query.where(_filter_sql(query, f"JSON_VALUE(metadata[{query.bind_key(flt)}])", flt))
+        sql = (
+            f"SELECT {_select(RECORD_COLUMNS)}, COSINE_DISTANCE(embedding, {vector_param})"
+            f" AS distance FROM memory_records WHERE {query.conditions()}"
+            f" ORDER BY distance, id LIMIT {query.bind('top_k', top_k, param_types.INT64)}"
+        )
+        rows = self._execute(query, sql, "semantic search")
+        return [
+            ScoredRecord(record=_record(scope, row[:-1]), score=1.0 - float(row[-1]))
+            for row in rows
+        ]
+
+    def get_chunks(self, scope: ScopeRef, ids: Sequence[str]) -> list[MemoryRecord]:
+        rows = self._read("memory_records", RECORD_COLUMNS, scope, [(i,) for i in ids])
+        return sorted((_record(scope, row) for row in rows), key=lambda r: r.id)
+
+    def list_chunks(
+        self, scope: ScopeRef, as_of: datetime | None, limit: int, offset: int
+    ) -> list[MemoryRecord]:
+        query = _Query.scoped(scope)
+        if as_of is not None:
+            query.bind("as_of", as_of, param_types.TIMESTAMP)
+            query.where(_VALID_AT_SQL)
+        sql = (
+            f"SELECT {_select(RECORD_COLUMNS)} FROM memory_records WHERE {query.conditions()}"
+            f" ORDER BY id LIMIT {query.bind('limit', limit, param_types.INT64)}"
+            f" OFFSET {query.bind('offset', offset, param_types.INT64)}"
+        )
+        return [_record(scope, row) for row in self._execute(query, sql, "list chunks")]
+
+    # graph
+
+    def find_nodes(
+        self, scope: ScopeRef, filters: Sequence[MetadataFilter], limit: int
+    ) -> list[GraphNode]:
+        query = _Query.scoped(scope)
+        for flt in filters:
+            column = NODE_FILTER_COLUMNS.get(flt.key)
+            if column is None:
+                raise errors.InvalidArgument(
+                    f"{flt.key!r} is not a node filter key; use one of "
+                    + ", ".join(NODE_FILTER_COLUMNS),
+                    field="key",
+                )
+            query.where(_filter_sql(query, column, flt))
+        sql = (
+            f"SELECT {_select(NODE_COLUMNS)} FROM graph_nodes WHERE {query.conditions()}"
+            f" ORDER BY node_id LIMIT {query.bind('limit', limit, param_types.INT64)}"
+        )
+        return [_node(row) for row in self._execute(query, sql, "find nodes")]
+
+    def get_nodes(self, scope: ScopeRef, node_ids: Sequence[str]) -> list[GraphNode]:
+        rows = self._read("graph_nodes", NODE_COLUMNS, scope, [(i,) for i in node_ids])
+        return sorted((_node(row) for row in rows), key=lambda n: n.node_id)
+
+    def edges_touching(
+        self,
+        scope: ScopeRef,
+        node_ids: Sequence[str],
+        relations: Sequence[str],
+        direction: Direction,
+        as_of: datetime | None,
+    ) -> list[GraphEdge]:
+        if not node_ids:
+            return []
+        query = _Query.scoped(scope)
+        nodes = query.bind("node_ids", list(node_ids), _STRING_ARRAY)
+        ends = {
+            Direction.OUTBOUND: f"source IN UNNEST({nodes})",
+            Direction.INBOUND: f"target IN UNNEST({nodes})",
+            Direction.ANY: f"(source IN UNNEST({nodes}) OR target IN UNNEST({nodes}))",
+        }
+        query.where(ends[direction])
+        if relations:
+            query.where(
+                f"relation IN UNNEST({query.bind('relations', list(relations), _STRING_ARRAY)})"
+            )
+        if as_of is not None:
+            query.bind("as_of", as_of, param_types.TIMESTAMP)
+            query.where(_VALID_AT_SQL)
+        sql = (
+            f"SELECT {_select(EDGE_COLUMNS)} FROM graph_edges WHERE {query.conditions()}"
+            " ORDER BY edge_id"
+        )
+        return [_edge(row) for row in self._execute(query, sql, "edges touching nodes")]
+
+    def get_edges(self, scope: ScopeRef, edge_ids: Sequence[str]) -> list[GraphEdge]:
+        rows = self._read("graph_edges", EDGE_COLUMNS, scope, [(i,) for i in edge_ids])
+        return sorted((_edge(row) for row in rows), key=lambda e: e.edge_id)
+
+    # execution log
+
+    def get_step(self, scope: ScopeRef, step_id: str) -> ExecutionLogStep | None:
+        rows = self._read("execution_log_steps", STEP_COLUMNS, scope, [(step_id,)])
+        return _step(rows[0]) if rows else None
+
+    # plumbing
+
+    def _read(
+        self, table: str, columns: Sequence[str], scope: ScopeRef, keys: Sequence[Sequence[str]]
+    ) -> list[list[Any]]:
+        if not keys:
+            return []
+
+        def read() -> list[list[Any]]:
+            with self._database.snapshot() as snapshot:
+                rows = snapshot.read(table, columns, _keyset(scope, keys), **self._bound.kwargs)
+                return list(rows)
+
+        return self._bounded(f"read {table}", read)
+
+    def _execute(self, query: _Query, sql: str, what: str) -> list[list[Any]]:
+        def execute() -> list[list[Any]]:
+            with self._database.snapshot() as snapshot:
+                rows = snapshot.execute_sql(
+                    sql, params=query.params, param_types=query.types, **self._bound.kwargs
+                )
+                return list(rows)
+
+        return self._bounded(what, execute)
+
+    def _bounded(self, what: str, call: Callable[[], _T]) -> _T:
+        """Run one Spanner call within the time bound, its errors mapped to ours."""
+        with self._mapped_errors(what):
+            return _within_deadline(call, self._timeout, what)
+
+    @contextmanager
+    def _mapped_errors(self, what: str) -> Iterator[None]:
+        try:
+            yield
+        except google_errors.GoogleAPICallError as exc:
+            raise _mapped(exc, what, self._timeout) from exc
+        except google_errors.RetryError as exc:  # our bounded retry of UNAVAILABLE gave up
+            raise errors.Unavailable(
+                f"Spanner {what} was unavailable for its whole {self._timeout:g} s bound"
+            ) from exc
+
+
+@dataclass(frozen=True)
+class _CallBound:
+    """The time bound of one Spanner read: a per-attempt timeout, and a retry of
+    UNAVAILABLE that gives up (RetryError) once the bound has passed."""
+
+    seconds: float
+    retry: Retry
+
+    @property
+    def kwargs(self) -> dict[str, Any]:
+        return {"timeout": self.seconds, "retry": self.retry}
+
+
+def _within_deadline(call: Callable[[], _T], seconds: float, what: str) -> _T:
+    """Run `call` on a fresh thread and give up waiting after `seconds`.
+
+    Some client calls take no timeout: session creation retries UNAVAILABLE
+    for 30-60 s, the Commit RPC for up to an hour. And a transaction whose
+    session could not be created leaves the client's per-thread "transaction
+    running" flag set, refusing every later transaction on that thread. A
+    fresh thread per call avoids both. The abandoned call ends on its own
+    (reads give up through `_CallBound`); a commit may still land after we
+    stopped waiting, which the message says (a resent commit is idempotent).
+    """
+    outcome: list[tuple[bool, Any]] = []
+
+    def run() -> None:
+        try:
+            outcome.append((True, call()))
+        except BaseException as exc:  # handed to the waiting thread
+            outcome.append((False, exc))
+
+    worker = threading.Thread(target=run, name=f"spanner {what}", daemon=True)
+    worker.start()
+    worker.join(seconds + _GRACE_SECONDS)
+    if not outcome:
+        landing = "; it may still be applied: resend it to be sure" if what == "commit" else ""
+        raise errors.DeadlineExceeded(
+            f"Spanner {what} did not finish within its {seconds:g} s bound{landing}"
+        )
+    ok, value = outcome[0]
+    if not ok:
+        raise value
+    return cast(_T, value)
+
+
+# The transaction function
+
+
+@dataclass(frozen=True)
+class _Written:
+    """What the transaction function hands back once Spanner commits it."""
+
+    transaction: Any
+    chunk_supersessions: int
+    edge_supersessions: int
+
+
+@dataclass(frozen=True)
+class _Window:
+    valid_at: datetime | None
+    invalid_at: datetime | None
+    superseded_by: str | None
+
+
+@dataclass(frozen=True)
+class _VersionedRow:
+    """One chunk or edge of the plan: its columns for an insert and for a replace."""
+
+    id: str
+    window: _Window
+    insert: dict[str, Any]
+
+    @property
+    def replace(self) -> dict[str, Any]:
+        values = {k: v for k, v in self.insert.items() if k not in _KEPT_ON_REPLACE}
+        if values.get("supersedes") is None:
+            values.pop("supersedes", None)  # a plain rewrite keeps the lineage
+        return values
+
+
+@dataclass(frozen=True)
+class _VersionedTable:
+    """A table of rows with validity windows that closures close (chunks, edges)."""
+
+    name: str
+    id_column: str
+    noun: str
+    has_status: bool
+
+    def closed(self, window: _Window) -> dict[str, Any]:
+        values: dict[str, Any] = {
+            "invalid_at": window.invalid_at,
+            "superseded_by": window.superseded_by,
+            "updated_at": COMMIT_TIMESTAMP,
+        }
+        if self.has_status:
+            values["status"] = Status.SUPERSEDED.value
+        return values
+
+
+_CHUNKS = _VersionedTable("memory_records", "id", "chunk", has_status=True)
+_EDGES = _VersionedTable("graph_edges", "edge_id", "edge", has_status=False)
+
+
+class _PlanWriter:
+    """Buffers a CommitPlan's mutations inside one read-write transaction.
+
+    `write` may run several times (Spanner retries aborted transactions): it
+    reads what it needs through the transaction, buffers mutations, and
+    changes nothing else.
+    """
+
+    def __init__(self, plan: CommitPlan, bound: _CallBound) -> None:
+        self._plan = plan
+        self._scope = plan.scope
+        self._bound = bound
+
+    def write(self, txn: Any) -> _Written:
+        plan = self._plan
+        chunk_rows = [_chunk_row(c) for c in plan.chunks]
+        edge_rows = [_edge_row(e) for e in plan.edges]
+        chunk_supersessions = self._write_versioned(txn, _CHUNKS, chunk_rows, plan.chunk_closures)
+        self._write_nodes(txn, plan.nodes)
+        edge_supersessions = self._write_versioned(txn, _EDGES, edge_rows, plan.edge_closures)
+        self._write_evidence(txn)
+        self._write_links(txn)
+        self._write_steps(txn)
+        self._write_formation_key(txn)
+        if _writes_nothing(plan):
+            # A transaction begins with its first read or at commit with its first
+            # mutation; with neither, the client refuses to commit it.
+            list(txn.execute_sql("SELECT 1", **self._bound.kwargs))
+        return _Written(txn, chunk_supersessions, edge_supersessions)
+
+    def _write_versioned(
+        self,
+        txn: Any,
+        table: _VersionedTable,
+        rows: Sequence[_VersionedRow],
+        closures: Sequence[Closure],
+    ) -> int:
+        """Create-or-replace the rows, then apply the closures; returns closures applied."""
+        planned = {row.id: row for row in rows}
+        existing = self._read_windows(txn, table, set(planned) | {c.target_id for c in closures})
+        windows = {row_id: row.window for row_id, row in planned.items()} | existing
+        closed = _apply_closures(table, windows, closures)
+        for row_id, row in planned.items():
+            values = row.replace if row_id in existing else dict(row.insert)
+            if row_id in closed:
+                values |= table.closed(windows[row_id])
+            self._put(txn, table.name, row_id in existing, {table.id_column: row_id} | values)
+        for row_id in closed - planned.keys():
+            self._put(
+                txn, table.name, True, {table.id_column: row_id} | table.closed(windows[row_id])
+            )
+        return len(closed)
+
+    def _read_windows(self, txn: Any, table: _VersionedTable, ids: set[str]) -> dict[str, _Window]:
+        columns = (table.id_column, "valid_at", "invalid_at", "superseded_by")
+        rows = self._read(txn, table.name, columns, [(i,) for i in sorted(ids)])
+        return {row[0]: _Window(_utc_or_none(row[1]), _utc_or_none(row[2]), row[3]) for row in rows}
+
+    def _write_nodes(self, txn: Any, nodes: Sequence[GraphNode]) -> None:
+        merged: dict[str, GraphNode] = {}
+        for node in nodes:
+            earlier = merged.get(node.node_id)
+            kept_type = earlier.node_type if earlier is not None else None
+            merged[node.node_id] = node.model_copy(
+                update={"node_type": kept_type or node.node_type}
+            )
+        rows = self._read(
+            txn, "graph_nodes", ("node_id", "node_type"), [(i,) for i in sorted(merged)]
+        )
+        stored_types: dict[str, str | None] = {row[0]: row[1] for row in rows}
+        for node_id, node in merged.items():
+            exists = node_id in stored_types
+            values: dict[str, Any] = {
+                "node_id": node_id,
+                "label": node.label,
+                "node_type": stored_types.get(node_id) or node.node_type,  # assign-once
+                "properties": _json(node.properties),
+                "updated_at": COMMIT_TIMESTAMP,
+            }
+            if not exists:
+                values["created_at"] = COMMIT_TIMESTAMP
+            self._put(txn, "graph_nodes", exists, values)
+
+    def _write_evidence(self, txn: Any) -> None:
+        for line in self._plan.evidence:
+            values = {
+                "id": line.memory_id,
+                "ref": line.ref,
+                "quote": line.quote,
+                "recorded_at": line.recorded_at,
+            }
+            txn.insert_or_update("evidence", *_mutation(self._scope, values))
+
+    def _write_links(self, txn: Any) -> None:
+        wanted = sorted({(link.source_id, link.target_id) for link in self._plan.links})
+        stored = {
+            tuple(row)
+            for row in self._read(txn, "memory_links", ("source_id", "target_id"), wanted)
+        }
+        for source_id, target_id in wanted:
+            if (source_id, target_id) not in stored:  # an existing link keeps its created_at
+                values = {"source_id": source_id, "target_id": target_id,
+                          "created_at": COMMIT_TIMESTAMP}  # fmt: skip
+                self._put(txn, "memory_links", False, values)
+
+    def _write_steps(self, txn: Any) -> None:
+        steps = {step.step_id: step for step in self._plan.steps}
+        keys = [(i,) for i in sorted(steps)]
+        stored = {row[0] for row in self._read(txn, "execution_log_steps", ("step_id",), keys)}
+        for step_id, step in steps.items():
+            values: dict[str, Any] = {
+                "step_id": step_id,
+                "tool_input": step.tool_input,
+                "metadata": _json(step.metadata),
+            }
+            if step_id not in stored:
+                values["created_at"] = COMMIT_TIMESTAMP
+            self._put(txn, "execution_log_steps", step_id in stored, values)
+
+    def _write_formation_key(self, txn: Any) -> None:
+        record = self._plan.formation_key
+        if record is None:
+            return
+        if self._read(txn, "formation_keys", ("formation_key",), [(record.formation_key,)]):
+            raise errors.Aborted(
+                f"another request with formationKey {record.formation_key!r} committed first; "
+                "resend with the same formationKey to get its receipt",
+                reason="FORMATION_KEY_CLAIMED",
+                metadata={"formationKey": record.formation_key},
+            )
+        values = {
+            "formation_key": record.formation_key,
+            "fingerprint": record.fingerprint,
+            "receipt_json": record.receipt_json,
+            "committed_at": COMMIT_TIMESTAMP,
+        }
+        self._put(txn, "formation_keys", False, values)
+
+    def _read(
+        self, txn: Any, table: str, columns: Sequence[str], keys: Sequence[Sequence[str]]
+    ) -> list[list[Any]]:
+        if not keys:
+            return []
+        return list(txn.read(table, columns, _keyset(self._scope, keys), **self._bound.kwargs))
+
+    def _put(self, txn: Any, table: str, exists: bool, values: Mapping[str, Any]) -> None:
+        """Buffer an update of an existing row or an insert of a new one."""
+        mutate = txn.update if exists else txn.insert
+        mutate(table, *_mutation(self._scope, values))
+
+
+def _writes_nothing(plan: CommitPlan) -> bool:
+    return not (
+        plan.chunks
+        or plan.nodes
+        or plan.edges
+        or plan.chunk_closures
+        or plan.edge_closures
+        or plan.evidence
+        or plan.links
+        or plan.steps
+        or plan.formation_key
+    )
+
+
+def _apply_closures(
+    table: _VersionedTable, windows: dict[str, _Window], closures: Sequence[Closure]
+) -> set[str]:
+    """Close windows in place, in order; returns the ids whose window this commit closed."""
+    closed: set[str] = set()
+    for closure in closures:
+        window = windows.get(closure.target_id)
+        if window is None:
+            raise errors.NotFound(
+                f"{table.noun} {closure.target_id} does not exist in this scope",
+                metadata={"id": closure.target_id},
+            )
+        if rules.check_closure(
+            closure.target_id,
+            window.valid_at,
+            window.invalid_at,
+            window.superseded_by,
+            closure.invalid_at,
+            closure.superseded_by,
+        ):
+            windows[closure.target_id] = _Window(
+                window.valid_at, closure.invalid_at, closure.superseded_by
+            )
+            closed.add(closure.target_id)
+    return closed
+
+
+# Rows in
+
+
+def _chunk_row(record: MemoryRecord) -> _VersionedRow:
+    values = _column_values(record, exclude={"id", "scope"})
+    window = _Window(record.valid_at, record.invalid_at, record.superseded_by)
+    return _VersionedRow(record.id, window, values)
+
+
+def _edge_row(edge: GraphEdge) -> _VersionedRow:
+    values = _column_values(edge, exclude={"edge_id"})
+    window = _Window(edge.valid_at, edge.invalid_at, edge.superseded_by)
+    return _VersionedRow(edge.edge_id, window, values)
+
+
+def _column_values(model: BaseModel, exclude: set[str]) -> dict[str, Any]:
+    """A new row's columns: every field of the model, stamped with the commit time."""
+    values = {name: _to_column(v) for name, v in model.model_dump(exclude=exclude).items()}
+    return values | {"created_at": COMMIT_TIMESTAMP, "updated_at": COMMIT_TIMESTAMP}
+
+
+def _to_column(value: Any) -> Any:
+    if isinstance(value, Enum):
+        return value.value
+    if isinstance(value, dict):
+        return _json(value)
+    if isinstance(value, list):
+        return _vector(value)
+    return value
+
+
+def _mutation(scope: ScopeRef, values: Mapping[str, Any]) -> tuple[list[str], list[list[Any]]]:
+    columns = ["enterprise_id", "scope_id", *values]
+    return columns, [[scope.enterprise_id, scope.scope_id, *values.values()]]
+
+
+def _keyset(scope: ScopeRef, keys: Iterable[Sequence[str]]) -> Any:
+    full_keys = [[scope.enterprise_id, scope.scope_id, *key] for key in keys]
+    return KeySet(keys=full_keys)  # type: ignore[no-untyped-call]
+
+
+def _json(values: Mapping[str, str]) -> str:
+    return json.dumps(dict(values), sort_keys=True, ensure_ascii=False)
+
+
+def _vector(values: Sequence[float]) -> list[float]:
+    # FLOAT32 array elements must be Python floats: the client sends an int as a string.
+    return [float(v) for v in values]
+
+
+# Rows out
+
+
+def _record(scope: ScopeRef, row: Sequence[Any]) -> MemoryRecord:
+    return _from_row(MemoryRecord, RECORD_COLUMNS, row, scope=scope)
+
+
+def _node(row: Sequence[Any]) -> GraphNode:
+    return _from_row(GraphNode, NODE_COLUMNS, row)
+
+
+def _edge(row: Sequence[Any]) -> GraphEdge:
+    return _from_row(GraphEdge, EDGE_COLUMNS, row)
+
+
+def _step(row: Sequence[Any]) -> ExecutionLogStep:
+    return _from_row(ExecutionLogStep, STEP_COLUMNS, row)
+
+
+def _from_row(model: type[_M], columns: Sequence[str], row: Sequence[Any], **extra: Any) -> _M:
+    values = {column: _from_column(v) for column, v in zip(columns, row, strict=True)}
+    return model.model_validate(values | extra)
+
+
+def _from_column(value: Any) -> Any:
+    if isinstance(value, datetime):
+        return _utc(value)
+    if isinstance(value, dict):  # a JSON column (the client's JsonObject)
+        return _string_map(value)
+    if isinstance(value, list):  # the embedding
+        return [float(v) for v in value]
+    return value
+
+
+def _string_map(value: dict[Any, Any]) -> dict[str, str]:
+    return {str(k): str(v) for k, v in value.items()}
+
+
+def _utc(value: datetime) -> datetime:
+    """A plain UTC datetime (the client returns DatetimeWithNanoseconds)."""
+    v = value.astimezone(UTC)
+    return datetime(v.year, v.month, v.day, v.hour, v.minute, v.second, v.microsecond, tzinfo=UTC)
+
+
+def _utc_or_none(value: datetime | None) -> datetime | None:
+    return None if value is None else _utc(value)
+
+
+# SQL
+
+
+_FLOAT32_ARRAY = param_types.Array(param_types.FLOAT32)  # type: ignore[no-untyped-call]
+_STRING_ARRAY = param_types.Array(param_types.STRING)  # type: ignore[no-untyped-call]
+
+
+@dataclass
+class _Query:
+    """WHERE conditions and their bound parameters; user text is only ever bound."""
+
+    params: dict[str, Any] = field(default_factory=dict)
+    types: dict[str, Any] = field(default_factory=dict)
+    _conditions: list[str] = field(default_factory=list)
+
+    @classmethod
+    def scoped(cls, scope: ScopeRef) -> _Query:
+        query = cls()
+        query.bind("enterprise_id", scope.enterprise_id, param_types.STRING)
+        query.bind("scope_id", scope.scope_id, param_types.STRING)
+        query.where(_SCOPE_SQL)
+        return query
+
+    def bind(self, name: str, value: Any, type_: Any) -> str:
+        self.params[name] = value
+        self.types[name] = type_
+        return "@" + name
+
+    def bind_key(self, flt: MetadataFilter) -> str:
+        return self.bind(f"filter_key_{len(self.params)}", flt.key, param_types.STRING)
+
+    def where(self, *conditions: str) -> None:
+        self._conditions.extend(conditions)
+
+    def conditions(self) -> str:
+        return " AND ".join(f"({c})" for c in self._conditions)
+
+
+def _filter_sql(query: _Query, value_sql: str, flt: MetadataFilter) -> str:
+    """`rules.matches_filter` in SQL: a NULL value is an absent key."""
+    values = query.bind(f"filter_values_{len(query.params)}", list(flt.values), _STRING_ARRAY)
+    if flt.operator is FilterOperator.NOT_EQUALS:
+        return f"{value_sql} IS NULL OR {value_sql} NOT IN UNNEST({values})"
+    return f"{value_sql} IN UNNEST({values})"
+
+
+def _select(columns: Sequence[str]) -> str:
+    return ", ".join(f"`{column}`" for column in columns)
+
+
+# Errors
+
+_STATUS_ERRORS: dict[type[google_errors.GoogleAPICallError], type[errors.JennahError]] = {
+    google_errors.InvalidArgument: errors.InvalidArgument,
+    google_errors.OutOfRange: errors.InvalidArgument,  # e.g. a zero query vector
+    google_errors.FailedPrecondition: errors.FailedPrecondition,
+    google_errors.NotFound: errors.NotFound,
+    google_errors.AlreadyExists: errors.AlreadyExists,
+    google_errors.Aborted: errors.Aborted,
+    google_errors.ResourceExhausted: errors.ResourceExhausted,
+    google_errors.DeadlineExceeded: errors.DeadlineExceeded,
+    google_errors.ServiceUnavailable: errors.Unavailable,
+}
+
+
+def _mapped(exc: google_errors.GoogleAPICallError, what: str, timeout: float) -> errors.JennahError:
+    """The jennah error with the Spanner error's canonical status."""
+    error_type = next(
+        (ours for theirs, ours in _STATUS_ERRORS.items() if isinstance(exc, theirs)),
+        errors.Internal,
+    )
+    if error_type is errors.DeadlineExceeded:
+        return errors.DeadlineExceeded(f"Spanner {what} exceeded its {timeout:g} s bound")
+    if error_type is errors.Aborted:
+        return errors.Aborted(
+            f"Spanner {what} kept conflicting with other writes for {timeout:g} s; resend",
+            reason="WRITE_CONFLICT",
+        )
+    return error_type(f"Spanner {what} failed: {cast(str, exc.message)}")
