@@ -1,0 +1,97 @@
+"""The real all-MiniLM-L6-v2 embedder, loaded offline from its PyPI packages."""
+
+from __future__ import annotations
+
+import math
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+from jennah.adapters.embedding import minilm
+from jennah.adapters.embedding.minilm import MiniLMEmbedder
+
+pytestmark = pytest.mark.slow
+
+
+def _cosine(a: list[float], b: list[float]) -> float:
+    return sum(x * y for x, y in zip(a, b, strict=True))
+
+
+@pytest.fixture(scope="module")
+def embedder() -> MiniLMEmbedder:
+    return MiniLMEmbedder()
+
+
+def test_vectors_have_384_dimensions_and_unit_length(embedder: MiniLMEmbedder) -> None:
+    vector = embedder.embed("A man is eating food.")
+    assert len(vector) == embedder.dimensions == 384
+    assert math.sqrt(sum(x * x for x in vector)) == pytest.approx(1.0, abs=1e-5)
+
+
+def test_meaning_decides_similarity(embedder: MiniLMEmbedder) -> None:
+    eating, bread, horse = embedder.embed_batch(
+        ["A man is eating food.", "A man is eating a piece of bread.", "A man is riding a horse."]
+    )
+    # sentence-transformers' float model gives about 0.755 and 0.253 here
+    assert _cosine(eating, bread) == pytest.approx(0.755, abs=0.03)
+    assert _cosine(eating, bread) > _cosine(eating, horse) + 0.3
+
+
+def test_is_deterministic_across_calls_and_instances(embedder: MiniLMEmbedder) -> None:
+    text = "Caroline went to the LGBTQ support group yesterday."
+    first = embedder.embed(text)
+    assert embedder.embed(text) == first
+    assert MiniLMEmbedder(threads=1).embed(text) == pytest.approx(first, abs=1e-5)
+
+
+def test_batch_equals_single_results(embedder: MiniLMEmbedder) -> None:
+    texts = [
+        "hi",
+        "A much longer sentence, so that the batch must pad the shorter ones to its length.",
+        "Melanie painted a sunrise over the lake last summer.",
+    ]
+    batch = embedder.embed_batch(texts)
+    for text, vector in zip(texts, batch, strict=True):
+        assert vector == pytest.approx(embedder.embed(text), abs=1e-5)
+
+
+def test_batches_larger_than_the_batch_size_keep_order() -> None:
+    small = MiniLMEmbedder(batch_size=2)
+    # lengths out of order: the embedder sorts by length internally
+    texts = [
+        "a fairly long sentence about gardening in the spring",
+        "hi",
+        "the dog barked",
+        "an even longer sentence about the history of jazz music in new orleans",
+        "ok then",
+    ]
+    batch = small.embed_batch(texts)
+    assert len(batch) == 5
+    for text, vector in zip(texts, batch, strict=True):
+        assert vector == pytest.approx(small.embed(text), abs=1e-5)
+
+
+def test_empty_batch_returns_nothing(embedder: MiniLMEmbedder) -> None:
+    assert embedder.embed_batch([]) == []
+
+
+def test_long_text_is_truncated_not_rejected(embedder: MiniLMEmbedder) -> None:
+    vector = embedder.embed("word " * 2000)
+    assert len(vector) == 384
+
+
+def test_concurrent_first_use_loads_once_and_agrees(monkeypatch: pytest.MonkeyPatch) -> None:
+    loads: list[int] = []
+    real_load = minilm._load
+
+    def counting_load(threads: int) -> minilm._Loaded:
+        loads.append(threads)
+        return real_load(threads)
+
+    monkeypatch.setattr(minilm, "_load", counting_load)
+    fresh = MiniLMEmbedder()
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        vectors = list(pool.map(fresh.embed, ["same text"] * 8))
+    for vector in vectors[1:]:
+        assert vector == pytest.approx(vectors[0], abs=1e-6)
+    assert loads == [2]
