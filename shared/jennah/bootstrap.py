@@ -115,7 +115,7 @@ def build_embedder(settings: Settings) -> Embedder:
         return HashingEmbedder()
     from jennah.adapters.embedding.minilm import MiniLMEmbedder
 
-    return MiniLMEmbedder()
+    return MiniLMEmbedder(cache_dir=settings.model_cache_dir)
 
 
 def build_authenticator(settings: Settings) -> Authenticator:

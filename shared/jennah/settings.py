@@ -18,6 +18,8 @@ class Settings(BaseSettings):
 
     # embedded default
     data_dir: Path = Path.home() / ".jennah"
+    # where the local embedder keeps its quantized model (built on first load)
+    model_cache_dir: Path = Path.home() / ".cache" / "jennah"
 
     # Cloud Spanner (SPANNER_EMULATOR_HOST switches the client to the emulator)
     spanner_project: str = "jennah-local"

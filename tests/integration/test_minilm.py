@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import pytest
 
@@ -56,7 +57,7 @@ def test_batch_equals_single_results(embedder: MiniLMEmbedder) -> None:
 
 
 def test_batches_larger_than_the_batch_size_keep_order() -> None:
-    small = MiniLMEmbedder(batch_size=2)
+    small = MiniLMEmbedder(batch_size=2, max_batch_tokens=24, quantize=False)  # batched path
     # lengths out of order: the embedder sorts by length internally
     texts = [
         "a fairly long sentence about gardening in the spring",
@@ -84,9 +85,9 @@ def test_concurrent_first_use_loads_once_and_agrees(monkeypatch: pytest.MonkeyPa
     loads: list[int] = []
     real_load = minilm._load
 
-    def counting_load(threads: int) -> minilm._Loaded:
+    def counting_load(threads: int, cache_dir: Path | None) -> minilm._Loaded:
         loads.append(threads)
-        return real_load(threads)
+        return real_load(threads, cache_dir)
 
     monkeypatch.setattr(minilm, "_load", counting_load)
     fresh = MiniLMEmbedder()
@@ -95,3 +96,17 @@ def test_concurrent_first_use_loads_once_and_agrees(monkeypatch: pytest.MonkeyPa
     for vector in vectors[1:]:
         assert vector == pytest.approx(vectors[0], abs=1e-6)
     assert loads == [2]
+
+
+def test_quantized_model_is_built_once_and_agrees_with_the_float_model(tmp_path: Path) -> None:
+    texts = ["Melanie painted a sunrise over the lake last summer.", "I prefer dark mode."]
+    quantized = MiniLMEmbedder(cache_dir=tmp_path)
+    vectors = quantized.embed_batch(texts)
+    (built,) = list(tmp_path.glob("minilm-l6-v2-qint8-*.onnx"))  # no temporary left behind
+    stamp = built.stat().st_mtime_ns
+    assert MiniLMEmbedder(cache_dir=tmp_path).embed_batch(texts) == vectors  # reused, same
+    assert built.stat().st_mtime_ns == stamp
+    reference = MiniLMEmbedder(quantize=False).embed_batch(texts)
+    for q, f in zip(vectors, reference, strict=True):
+        assert q != f  # really a different model ...
+        assert _cosine(q, f) > 0.98  # ... that agrees with the float one

@@ -1,0 +1,221 @@
+"""Semantic top-10 query latency on the SQLite store, at 10k and 100k records.
+
+Loads N synthetic chunks (random unit vectors, metadata, validAt spread over a
+year) into one scope with CommitPlans of 500, then times `search_chunks`
+(the store call memory:query makes; query embedding excluded) for random
+query vectors. Also times one query with a metadata filter and one with
+asOfValid, a numpy brute-force baseline over the same vectors in the same
+process, and, separately, the MiniLM query-embedding time.
+
+Targets (issue 2): p50 <= 5 ms at 10k, <= 25 ms at 100k.
+"""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from _common import (
+    EPOCH,
+    SCOPE,
+    Vectors,
+    machine_line,
+    open_sqlite_store,
+    plans,
+    record_id,
+    short_texts,
+    summary,
+    table,
+    time_calls,
+    unit_vectors,
+)
+from jennah.domain.models import FilterOperator, MetadataFilter
+
+TARGET_P50_MS = {10_000: 5.0, 100_000: 25.0}
+BASELINE = "numpy brute force, einsum (baseline)"
+
+
+def main() -> None:
+    args = _parse_args()
+    print(f"query latency, SQLite store, top-{args.top_k} ({machine_line()})\n")
+    rows: list[list[object]] = []
+    checks: list[str] = []
+    for count in args.records:
+        rows.extend(_run_size(count, args, checks))
+    headers = ["records", "query", "p50 ms", "p99 ms", "mean ms", "target p50", "p50 vs numpy"]
+    print(table(headers, rows))
+    print()
+    for line in checks:
+        print(line)
+    if not args.skip_embedding:
+        print()
+        _report_embedding(args.queries)
+
+
+def _parse_args() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument(
+        "--records",
+        type=lambda s: [int(x) for x in s.split(",")],
+        default=[10_000, 100_000],
+        help="comma-separated store sizes (default 10000,100000)",
+    )
+    parser.add_argument("--queries", type=int, default=300, help="timed queries per size")
+    parser.add_argument("--top-k", type=int, default=10)
+    parser.add_argument("--batch", type=int, default=500, help="chunks per CommitPlan")
+    parser.add_argument("--seed", type=int, default=42)
+    parser.add_argument("--skip-embedding", action="store_true", help="skip the MiniLM timing")
+    return parser.parse_args()
+
+
+def _run_size(count: int, args: argparse.Namespace, checks: list[str]) -> list[list[object]]:
+    rng = np.random.default_rng(args.seed)
+    vectors = unit_vectors(rng, count)
+    queries = unit_vectors(np.random.default_rng(args.seed + 1), args.queries)
+    with tempfile.TemporaryDirectory(prefix="jennah-bench-") as tmp:
+        store = open_sqlite_store(Path(tmp))
+        started = time.perf_counter()
+        for plan in plans(vectors, args.batch):
+            store.apply(plan)
+        load_s = time.perf_counter() - started
+        checks.append(
+            f"{count:,} records loaded in {load_s:.1f} s ({count / load_s:,.0f} records/s, "
+            f"plans of {args.batch})"
+        )
+        _close(store)
+        store = open_sqlite_store(Path(tmp))  # reopened: nothing cached in memory
+        started = time.perf_counter()
+        store.search_chunks(SCOPE, list(map(float, queries[-1])), args.top_k, [], _now())
+        first_ms = (time.perf_counter() - started) * 1000
+        rows = _time_store(store, count, vectors, queries, args, checks)
+        _close(store)
+    rows.insert(0, [count, "first query after reopening", first_ms, "", "", "", ""])
+    return rows
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+def _time_store(
+    store: Any,
+    count: int,
+    vectors: Vectors,
+    queries: Vectors,
+    args: argparse.Namespace,
+    checks: list[str],
+) -> list[list[object]]:
+    """Time the four kinds of query round-robin, so they share the machine's noise."""
+    k = args.top_k
+    query_lists = [list(map(float, q)) for q in queries]
+    now = _now()  # every record is valid now: validAt spans 2024
+    speaker = [MetadataFilter(key="speaker", operator=FilterOperator.EQUALS, values=["speaker-3"])]
+    midyear = EPOCH.replace(month=7)
+
+    def top_k_of(scores: Vectors) -> object:
+        best = np.argpartition(-scores, k)[:k]
+        return best[np.argsort(-scores[best])]
+
+    def numpy_einsum(i: int) -> object:
+        return top_k_of(np.einsum("ij,j->i", vectors, queries[i]))
+
+    def numpy_blas(i: int) -> object:
+        return top_k_of(vectors @ queries[i])
+
+    kinds: list[tuple[str, Callable[[int], object]]] = [
+        ("top-k", lambda i: store.search_chunks(SCOPE, query_lists[i], k, [], now)),
+        (
+            "top-k + filter speaker=",
+            lambda i: store.search_chunks(SCOPE, query_lists[i], k, speaker, now),
+        ),
+        (
+            "top-k + asOfValid mid-2024",
+            lambda i: store.search_chunks(SCOPE, query_lists[i], k, [], midyear),
+        ),
+        (BASELINE, numpy_einsum),
+        ("numpy brute force, OpenBLAS @", numpy_blas),
+    ]
+    samples = _round_robin(kinds, len(queries))
+    checks.append(_agreement(store, count, vectors, queries, k, now))
+    base = summary(samples[BASELINE])
+    target = TARGET_P50_MS.get(count)
+    rows: list[list[object]] = []
+    for name, _ in kinds:
+        stats = summary(samples[name])
+        goal = f"<= {target:g} ms" if target is not None and name == "top-k" else ""
+        ratio = f"{stats['p50'] / base['p50']:.1f}x"
+        rows.append([count, name, stats["p50"], stats["p99"], stats["mean"], goal, ratio])
+    return rows
+
+
+def _round_robin(
+    kinds: list[tuple[str, Callable[[int], object]]], repeats: int, warmup: int = 3
+) -> dict[str, list[float]]:
+    """Milliseconds per call of each kind, query i of every kind timed back to back."""
+    samples: dict[str, list[float]] = {name: [] for name, _ in kinds}
+    for i in range(warmup):
+        for _, fn in kinds:
+            fn(i % repeats)
+    for i in range(repeats):
+        for name, fn in kinds:
+            started = time.perf_counter()
+            fn(i)
+            samples[name].append((time.perf_counter() - started) * 1000)
+    return samples
+
+
+def _agreement(
+    store: Any, count: int, vectors: Vectors, queries: Vectors, k: int, now: datetime
+) -> str:
+    """The store's top-k should be the exact top-k, in the same order."""
+    checked = min(20, len(queries))
+    same = 0
+    for q in queries[:checked]:
+        got = [r.record.id for r in store.search_chunks(SCOPE, list(map(float, q)), k, [], now)]
+        scores = vectors @ q
+        expected = [record_id(int(i)) for i in np.argsort(-scores, kind="stable")[:k]]
+        same += sum(1 for a, b in zip(got, expected, strict=False) if a == b)
+    return (
+        f"{count:,} records: store top-{k} matches numpy's exact top-{k} at "
+        f"{same}/{checked * k} ranks"
+    )
+
+
+def _report_embedding(repeats: int) -> None:
+    from jennah.adapters.embedding.minilm import MiniLMEmbedder
+
+    embedder = MiniLMEmbedder()
+    started = time.perf_counter()
+    embedder.load()
+    load_ms = (time.perf_counter() - started) * 1000
+    texts = [t.rstrip(".") + "?" for t in short_texts(repeats + 3, seed=11)]
+    position = iter(range(10**9))
+
+    def embed_one() -> object:
+        return embedder.embed(texts[next(position) % len(texts)])
+
+    stats = summary(time_calls(embed_one, repeats))
+    print("query embedding (MiniLM int8 ONNX, one short question, 2 threads)")
+    print(
+        table(
+            ["model load ms", "p50 ms", "p99 ms", "mean ms"],
+            [[load_ms, stats["p50"], stats["p99"], stats["mean"]]],
+        )
+    )
+
+
+def _close(store: Any) -> None:
+    close = getattr(store, "close", None)
+    if callable(close):
+        close()
+
+
+if __name__ == "__main__":
+    main()
