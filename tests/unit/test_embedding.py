@@ -7,7 +7,7 @@ import math
 import pytest
 
 from jennah.adapters.embedding.hashing import HashingEmbedder
-from jennah.adapters.embedding.minilm import MiniLMEmbedder
+from jennah.adapters.embedding.minilm import MiniLMEmbedder, _runs
 from jennah.ports.embedder import Embedder
 
 
@@ -84,3 +84,18 @@ def test_minilm_construction_is_cheap_and_lazy() -> None:
 def test_minilm_rejects_nonsense_settings() -> None:
     with pytest.raises(ValueError):
         MiniLMEmbedder(threads=0)
+    with pytest.raises(ValueError):
+        MiniLMEmbedder(max_batch_tokens=0)
+
+
+def test_minilm_runs_cover_every_text_once_within_bounds() -> None:
+    lengths = [5, 40, 3, 3, 17, 200, 9, 9, 9, 60]
+    token_ids = [[1] * n for n in lengths]
+    runs = list(_runs(token_ids, batch_size=3, max_tokens=64))
+    assert sorted(i for run in runs for i in run) == list(range(len(lengths)))
+    for run in runs:
+        padded = len(run) * max(lengths[i] for i in run)
+        assert len(run) <= 3
+        assert padded <= 64 or len(run) == 1  # a text longer than the budget runs alone
+    flat = [lengths[i] for run in runs for i in run]
+    assert flat == sorted(flat)  # shortest first, so each run pads little
