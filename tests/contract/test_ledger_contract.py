@@ -13,7 +13,7 @@ from jennah.domain.models import (
     MemoryRecord,
     ScopeRef,
 )
-from jennah.errors import Aborted
+from jennah.errors import Aborted, NotFound
 from jennah.ports.store import MemoryStore
 from tests.contract.conftest import EMBEDDER, at, chunk_id
 
@@ -42,8 +42,12 @@ def formation_plan(scope: ScopeRef, key: str = "conversation-1") -> CommitPlan:
         chunks=[first, second],
         steps=[STEP],
         evidence=[
-            Evidence(memory_id=first.id, ref="step-1#0", quote="I moved to Lisbon",
-                     recorded_at=at(2026, 3, 4)),
+            Evidence(
+                memory_id=first.id,
+                ref="step-1#0",
+                quote="I moved to Lisbon",
+                recorded_at=at(2026, 3, 4),
+            ),
         ],
         links=[MemoryLink(source_id=first.id, target_id=second.id)],
         formation_key=FormationKeyRecord(
@@ -87,3 +91,15 @@ def test_a_claimed_formation_key_aborts_the_second_commit(
         store.apply(again)
     assert raised.value.reason == "FORMATION_KEY_CLAIMED"
     assert store.get_chunks(scope, [chunk_id("something else entirely")]) == []
+
+
+def test_evidence_for_a_missing_memory_fails_the_whole_plan(
+    store: MemoryStore, scope: ScopeRef
+) -> None:
+    kept = _chunk(scope, "Ana has a cat")
+    orphan = Evidence(
+        memory_id=chunk_id("never written"), ref="conv://x", quote="q", recorded_at=at(1)
+    )
+    with pytest.raises(NotFound):
+        store.apply(CommitPlan(scope=scope, chunks=[kept], evidence=[orphan]))
+    assert store.get_chunks(scope, [kept.id]) == []

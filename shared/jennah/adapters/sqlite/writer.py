@@ -157,6 +157,20 @@ def _write_edges(conn: Connection, plan: CommitPlan, commit_us: int) -> None:
     )
 
 
+def _require_memories(conn: Connection, scope: ScopeRef, ids: set[str]) -> None:
+    """Evidence belongs to a memory record: one that exists (this plan's are written)."""
+    for memory_id in sorted(ids):
+        row = conn.execute(
+            "SELECT 1 FROM memory_records WHERE enterprise_id = ? AND scope_id = ? AND id = ?",
+            (scope.enterprise_id, scope.scope_id, memory_id),
+        ).fetchone()
+        if row is None:
+            raise NotFound(
+                f"the evidence names memory {memory_id}, which does not exist in this scope",
+                metadata={"id": memory_id},
+            )
+
+
 def _close(
     conn: Connection, scope: ScopeRef, table: str, id_column: str, closure: Closure,
     commit_us: int,
@@ -196,6 +210,7 @@ def _close(
 def _write_ledgers(conn: Connection, plan: CommitPlan, commit_us: int) -> None:
     """Evidence, links, execution-log steps and the formation key."""
     keys = _keys(plan.scope, commit_us)
+    _require_memories(conn, plan.scope, {line.memory_id for line in plan.evidence})
     conn.executemany(
         _UPSERT_EVIDENCE,
         [
