@@ -183,6 +183,15 @@ class Closure(BaseModel):
     superseded_by: str
 
 
+class ScopeRecord(BaseModel):
+    """A scope's registration: an agent workspace or a subject scope."""
+
+    scope: ScopeRef
+    kind: str  # jennah.domain.access.ScopeKind value: "agent" or "subject"
+    created_at: datetime | None = None
+    created_by: str = ""
+
+
 class CommitPlan(BaseModel):
     """Everything one commit writes, applied in ONE transaction, all or nothing.
 
@@ -190,9 +199,14 @@ class CommitPlan(BaseModel):
     replace updates content and metadata but never reopens or moves a closed
     validity window (only closures change validity). Nodes are
     create-or-replace except `node_type`, which is kept once set.
+
+    `register` registers the scope in the same transaction when it is not
+    registered yet (a scope comes into being on its first write); an
+    existing registration is left as it is.
     """
 
     scope: ScopeRef
+    register: ScopeRecord | None = None
     chunks: list[MemoryRecord] = Field(default_factory=list)
     nodes: list[GraphNode] = Field(default_factory=list)
     edges: list[GraphEdge] = Field(default_factory=list)

@@ -21,6 +21,7 @@ from jennah.domain.models import (
     GraphNode,
     MemoryRecord,
     MetadataFilter,
+    ScopeRecord,
     ScopeRef,
     ScoredRecord,
 )
@@ -83,3 +84,17 @@ class MemoryStore(Protocol):
     def get_edges(self, scope: ScopeRef, edge_ids: Sequence[str]) -> list[GraphEdge]: ...
 
     def get_step(self, scope: ScopeRef, step_id: str) -> ExecutionLogStep | None: ...
+
+    def get_scope(self, scope: ScopeRef) -> ScopeRecord | None:
+        """The scope's registration, or None when it was never written or was destroyed."""
+        ...
+
+    def list_scopes(self, enterprise_id: str) -> list[ScopeRecord]:
+        """Every registered scope of the enterprise, ordered by scope id."""
+        ...
+
+    def destroy_scope(self, scope: ScopeRef) -> int:
+        """Erase the scope's registration and EVERY row of the scope, in one transaction:
+        memory records, evidence, links, nodes, edges, execution-log steps, formation
+        keys. Nothing of any other scope. Returns the number of rows erased."""
+        ...

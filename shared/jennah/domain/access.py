@@ -1,0 +1,188 @@
+"""Tenancy and access: enterprises, callers, roles, permissions and selector reach.
+
+Pure rules, no I/O. A caller is `user:<id>` or `api_key:<id>` inside one
+enterprise. Roles grant permissions; selectors grant reach over scope ids, in
+two namespaces granted independently: agent selectors reach agent workspaces,
+subject selectors reach subject scopes (both kinds share one identifier space).
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime
+from enum import StrEnum
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from jennah.errors import InvalidArgument
+
+
+class Permission(StrEnum):
+    MEMORY_FORM = "agent.memory:form"
+    MEMORY_COMMIT = "agent.memory:commit"
+    MEMORY_QUERY = "agent.memory:query"
+    SCOPES_LIST = "agent.scopes:list"
+    SCOPES_DESTROY = "agent.scopes:destroy"
+    VOCABULARY_READ = "agent.vocabulary:read"
+    VOCABULARY_MANAGE = "agent.vocabulary:manage"
+    BILLING_READ = "billing.state:read"
+    BILLING_USAGE_READ = "billing.usage:read"
+    BILLING_OVERAGE_MANAGE = "billing.overage:manage"
+    KEYS_MANAGE = "iam.keys:manage"
+    ROLES_MANAGE = "iam.roles:manage"
+
+
+# Never usable with an API key, whatever role the key is bound to.
+MANAGEMENT_PERMISSIONS: frozenset[Permission] = frozenset(
+    {
+        Permission.VOCABULARY_MANAGE,
+        Permission.KEYS_MANAGE,
+        Permission.ROLES_MANAGE,
+        Permission.BILLING_OVERAGE_MANAGE,
+    }
+)
+
+_MEMBER = frozenset(
+    {
+        Permission.MEMORY_FORM,
+        Permission.MEMORY_COMMIT,
+        Permission.MEMORY_QUERY,
+        Permission.SCOPES_LIST,
+        Permission.VOCABULARY_READ,
+        Permission.BILLING_READ,
+    }
+)
+
+
+class Role(StrEnum):
+    ROOT = "root"
+    ADMINISTRATOR = "administrator"
+    MEMBER = "member"
+
+
+ROLE_PERMISSIONS: dict[Role, frozenset[Permission]] = {
+    Role.ROOT: frozenset(Permission),
+    Role.ADMINISTRATOR: frozenset(Permission),
+    Role.MEMBER: _MEMBER,  # deliberately without billing.usage:read
+}
+
+
+class ScopeKind(StrEnum):
+    AGENT = "agent"
+    SUBJECT = "subject"
+
+
+class CallerKind(StrEnum):
+    USER = "user"
+    API_KEY = "api_key"
+
+
+class Caller(BaseModel):
+    """Who is calling, as resolved from the bearer credential."""
+
+    model_config = ConfigDict(frozen=True)
+
+    enterprise_id: str
+    principal: str  # "user:<id>" or "api_key:<id>"
+
+    @property
+    def kind(self) -> CallerKind:
+        return CallerKind.API_KEY if self.principal.startswith("api_key:") else CallerKind.USER
+
+
+class Enterprise(BaseModel):
+    enterprise_id: str
+    display_name: str = ""
+    created_at: datetime | None = None
+
+
+class User(BaseModel):
+    """A user of one enterprise. `token_hash` is set only for development credentials."""
+
+    enterprise_id: str
+    principal: str  # "user:<id>"
+    token_hash: str | None = None
+    created_at: datetime | None = None
+
+
+class ApiKey(BaseModel):
+    """An API key: the secret is shown once at creation and stored only as a hash."""
+
+    enterprise_id: str
+    key_id: str  # public; the principal is "api_key:<key_id>"
+    secret_hash: str
+    display_name: str = ""
+    created_by: str  # the principal that created it (never used as the key's identity)
+    created_at: datetime
+    expire_time: datetime | None = None
+    revoked_at: datetime | None = None
+
+    @property
+    def principal(self) -> str:
+        return f"api_key:{self.key_id}"
+
+
+class RoleBinding(BaseModel):
+    """Grants one role, and reach over scopes, to one principal of one enterprise."""
+
+    enterprise_id: str
+    principal: str
+    role: Role
+    agent_selectors: list[str] = Field(default_factory=list)
+    subject_selectors: list[str] = Field(default_factory=list)
+
+
+class Grants(BaseModel):
+    """What a caller may do: the union of its bindings."""
+
+    permissions: frozenset[Permission] = frozenset()
+    agent_selectors: tuple[str, ...] = ()
+    subject_selectors: tuple[str, ...] = ()
+
+
+SELECTOR_PATTERN = re.compile(r"^[A-Za-z0-9_.:\-*]{1,128}$")
+
+
+def validate_selector(selector: str, field: str) -> None:
+    """A selector is a scope id, or a pattern where `*` matches any run of characters."""
+    if not SELECTOR_PATTERN.match(selector):
+        raise InvalidArgument(
+            f"{field} {selector[:80]!r} must be 1-128 characters of letters, digits, "
+            "'_', '.', ':', '-' and '*'",
+            field=field,
+        )
+
+
+def selector_matches(selector: str, scope_id: str) -> bool:
+    """`bot.*` reaches `bot.a` and `bot.a.b`; `*` reaches everything; else exact."""
+    regex = ".*".join(re.escape(part) for part in selector.split("*"))
+    return re.fullmatch(regex, scope_id) is not None
+
+
+def grants_for(bindings: list[RoleBinding]) -> Grants:
+    """Union of permissions and reach; root reaches every scope of its enterprise."""
+    permissions: set[Permission] = set()
+    agents: list[str] = []
+    subjects: list[str] = []
+    for binding in bindings:
+        permissions |= ROLE_PERMISSIONS[binding.role]
+        if binding.role is Role.ROOT:
+            agents.append("*")
+            subjects.append("*")
+        agents.extend(binding.agent_selectors)
+        subjects.extend(binding.subject_selectors)
+    return Grants(
+        permissions=frozenset(permissions),
+        agent_selectors=tuple(dict.fromkeys(agents)),
+        subject_selectors=tuple(dict.fromkeys(subjects)),
+    )
+
+
+def reaches(grants: Grants, kind: ScopeKind, scope_id: str) -> bool:
+    selectors = grants.agent_selectors if kind is ScopeKind.AGENT else grants.subject_selectors
+    return any(selector_matches(s, scope_id) for s in selectors)
+
+
+def reaches_everything(grants: Grants) -> bool:
+    """Reach over every agent workspace and every subject scope of the enterprise."""
+    return "*" in grants.agent_selectors and "*" in grants.subject_selectors

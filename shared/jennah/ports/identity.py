@@ -1,0 +1,57 @@
+"""The identity store port: enterprises, users, API keys and role bindings.
+
+Control documents: Firestore in production, the SQLite file in the embedded
+default; one contract suite runs against both. Every method except the
+enterprise-free lookups by credential id is confined to one enterprise.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Protocol
+
+from jennah.domain.access import ApiKey, Enterprise, Role, RoleBinding, User
+
+
+class IdentityStore(Protocol):
+    def create_enterprise(self, enterprise: Enterprise) -> None:
+        """Create it; raises AlreadyExists when the id is taken."""
+        ...
+
+    def get_enterprise(self, enterprise_id: str) -> Enterprise | None: ...
+
+    def put_user(self, user: User) -> None:
+        """Create or replace the user (principal is unique across enterprises)."""
+        ...
+
+    def get_user(self, principal: str) -> User | None:
+        """Look a user up by principal, in whatever enterprise it belongs to."""
+        ...
+
+    def create_api_key(self, key: ApiKey) -> None:
+        """Store a new key (key ids are unique across enterprises)."""
+        ...
+
+    def get_api_key(self, key_id: str) -> ApiKey | None:
+        """Look a key up by its public id, in whatever enterprise it belongs to."""
+        ...
+
+    def list_api_keys(self, enterprise_id: str) -> list[ApiKey]:
+        """The enterprise's keys, revoked ones included, ordered by key id."""
+        ...
+
+    def revoke_api_key(self, enterprise_id: str, key_id: str, at: datetime) -> ApiKey | None:
+        """Set revoked_at (kept if already set); None when the enterprise has no such key."""
+        ...
+
+    def put_binding(self, binding: RoleBinding) -> None:
+        """Create or replace the binding of (enterprise, principal, role)."""
+        ...
+
+    def delete_binding(self, enterprise_id: str, principal: str, role: Role) -> bool:
+        """Remove it; False when there was none."""
+        ...
+
+    def list_bindings(self, enterprise_id: str, principal: str | None = None) -> list[RoleBinding]:
+        """The enterprise's bindings (of one principal when given), ordered by principal, role."""
+        ...

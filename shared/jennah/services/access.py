@@ -1,0 +1,237 @@
+"""Authentication, authorization and scope resolution: every route goes through here.
+
+Bearer credentials take three forms:
+- an API key, `jk_<keyId>_<secret>`: the caller is `api_key:<keyId>`, never its creator;
+- a development user credential, `ju_<principal, base64url>_<secret>` (local servers);
+- a Google-signed ID token (production), verified by an `IdTokenVerifier`; the
+  caller is `user:<email>`, which must be a user of an enterprise.
+
+A request naming a scope needs reach over it (checked first) and the permission.
+Without reach it is answered exactly as though the scope did not exist.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import hmac
+import secrets
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Protocol
+
+from jennah.domain import rules
+from jennah.domain.access import (
+    MANAGEMENT_PERMISSIONS,
+    Caller,
+    CallerKind,
+    Enterprise,
+    Grants,
+    Permission,
+    Role,
+    RoleBinding,
+    ScopeKind,
+    User,
+    grants_for,
+    reaches,
+)
+from jennah.domain.models import ScopeRecord, ScopeRef
+from jennah.errors import NotFound, PermissionDenied, Unauthenticated
+from jennah.ports.identity import IdentityStore
+from jennah.ports.store import MemoryStore
+
+API_KEY_PREFIX = "jk_"
+USER_TOKEN_PREFIX = "ju_"
+_BEARER_HINT = "send 'Authorization: Bearer <token>'"
+
+
+class IdTokenVerifier(Protocol):
+    def verify(self, token: str) -> str:
+        """The verified email of a Google-signed ID token; raises Unauthenticated."""
+        ...
+
+
+def hash_secret(secret: str) -> str:
+    return hashlib.sha256(secret.encode("utf-8")).hexdigest()
+
+
+def _same(secret: str, stored_hash: str | None) -> bool:
+    return stored_hash is not None and hmac.compare_digest(hash_secret(secret), stored_hash)
+
+
+def api_key_token(key_id: str, secret: str) -> str:
+    return f"{API_KEY_PREFIX}{key_id}_{secret}"
+
+
+def user_token(principal: str, secret: str) -> str:
+    encoded = base64.urlsafe_b64encode(principal.encode("utf-8")).decode("ascii").rstrip("=")
+    return f"{USER_TOKEN_PREFIX}{encoded}_{secret}"
+
+
+def new_secret() -> str:
+    # token_hex, not token_urlsafe: '_' separates the parts of a credential
+    return secrets.token_hex(32)
+
+
+@dataclass(frozen=True)
+class OpenedScope:
+    """A scope a request may act on; `register` is set when its first write creates it."""
+
+    ref: ScopeRef
+    kind: ScopeKind
+    register: ScopeRecord | None
+
+
+class Access:
+    """The one place where credentials become callers and callers are checked."""
+
+    def __init__(
+        self,
+        identity: IdentityStore,
+        store: MemoryStore,
+        now: Callable[[], datetime],
+        verifier: IdTokenVerifier | None = None,
+    ) -> None:
+        self._identity = identity
+        self._store = store
+        self._now = now
+        self._verifier = verifier
+
+    # authentication
+
+    def authenticate(self, authorization: str | None) -> Caller:
+        """The caller an Authorization header proves; Unauthenticated otherwise."""
+        if not authorization or not authorization.strip():
+            raise Unauthenticated(f"the request has no credential; {_BEARER_HINT}")
+        scheme, _, token = authorization.strip().partition(" ")
+        token = token.strip()
+        if scheme.lower() != "bearer" or not token:
+            raise Unauthenticated(
+                f"the Authorization header is not a bearer credential; {_BEARER_HINT}"
+            )
+        if token.startswith(API_KEY_PREFIX):
+            return self._api_key_caller(token)
+        if token.startswith(USER_TOKEN_PREFIX):
+            return self._user_caller(token)
+        if self._verifier is not None:
+            return self._id_token_caller(token)
+        raise Unauthenticated("the bearer credential is not valid")
+
+    def _api_key_caller(self, token: str) -> Caller:
+        key_id, _, secret = token[len(API_KEY_PREFIX) :].partition("_")
+        key = self._identity.get_api_key(key_id) if key_id and secret else None
+        if key is None or not _same(secret, key.secret_hash):
+            raise Unauthenticated("the bearer credential is not valid")
+        if key.revoked_at is not None:
+            raise Unauthenticated(f"API key {key_id} has been revoked")
+        if key.expire_time is not None and key.expire_time <= self._now():
+            raise Unauthenticated(f"API key {key_id} expired at {key.expire_time.isoformat()}")
+        return Caller(enterprise_id=key.enterprise_id, principal=key.principal)
+
+    def _user_caller(self, token: str) -> Caller:
+        encoded, _, secret = token[len(USER_TOKEN_PREFIX) :].partition("_")
+        try:
+            padded = encoded + "=" * (-len(encoded) % 4)
+            principal = base64.urlsafe_b64decode(padded.encode("ascii")).decode("utf-8")
+        except (binascii.Error, UnicodeError, ValueError):
+            principal = ""
+        user = self._identity.get_user(principal) if principal and secret else None
+        if user is None or not _same(secret, user.token_hash):
+            raise Unauthenticated("the bearer credential is not valid")
+        return Caller(enterprise_id=user.enterprise_id, principal=user.principal)
+
+    def _id_token_caller(self, token: str) -> Caller:
+        assert self._verifier is not None
+        email = self._verifier.verify(token)
+        user = self._identity.get_user(f"user:{email}")
+        if user is None:
+            raise Unauthenticated(f"user:{email} is not a user of any enterprise")
+        return Caller(enterprise_id=user.enterprise_id, principal=user.principal)
+
+    # authorization
+
+    def grants(self, caller: Caller) -> Grants:
+        return grants_for(self._identity.list_bindings(caller.enterprise_id, caller.principal))
+
+    def require(self, caller: Caller, permission: Permission) -> Grants:
+        """The caller's grants, if they include `permission` usable by this kind of caller."""
+        if permission in MANAGEMENT_PERMISSIONS and caller.kind is CallerKind.API_KEY:
+            raise PermissionDenied(
+                f"{permission} is a management permission and can never be used with an "
+                "API key; call as a user",
+                reason="MANAGEMENT_PERMISSION_WITH_API_KEY",
+                metadata={"permission": str(permission)},
+            )
+        grants = self.grants(caller)
+        if permission not in grants.permissions:
+            raise PermissionDenied(
+                f"{caller.principal} does not have the permission {permission}",
+                reason="PERMISSION_MISSING",
+                metadata={"permission": str(permission)},
+            )
+        return grants
+
+    def open_scope(
+        self,
+        caller: Caller,
+        scope_id: str,
+        route_kind: ScopeKind | None,
+        permission: Permission,
+        *,
+        create: bool,
+    ) -> OpenedScope:
+        """Resolve the scope a request names, or answer as though it did not exist.
+
+        `route_kind` is AGENT on /v1/agents/… (agent workspaces only) and None on
+        /v1/scopes/… (any scope; one written there first becomes a subject scope).
+        With `create`, a scope that does not exist yet is registered by the write.
+        """
+        field = "agentInstanceId" if route_kind is ScopeKind.AGENT else "scopeId"
+        rules.validate_identifier(scope_id, field)
+        ref = ScopeRef(enterprise_id=caller.enterprise_id, scope_id=scope_id)
+        registered = self._store.get_scope(ref)
+        if registered is not None:
+            kind = ScopeKind(registered.kind)
+            if route_kind is not None and kind is not route_kind:
+                raise self._not_found(route_kind, scope_id)
+        else:
+            kind = route_kind or ScopeKind.SUBJECT
+        # reach first: without it, the caller learns nothing about the scope
+        grants = self.grants(caller)
+        if not reaches(grants, kind, scope_id):
+            raise self._not_found(route_kind, scope_id)
+        self.require(caller, permission)
+        if registered is not None:
+            return OpenedScope(ref=ref, kind=kind, register=None)
+        if not create:
+            raise self._not_found(route_kind, scope_id)
+        record = ScopeRecord(scope=ref, kind=kind.value, created_by=caller.principal)
+        return OpenedScope(ref=ref, kind=kind, register=record)
+
+    @staticmethod
+    def _not_found(route_kind: ScopeKind | None, scope_id: str) -> NotFound:
+        noun = "agent workspace" if route_kind is ScopeKind.AGENT else "scope"
+        return NotFound(f"{noun} {scope_id!r} was not found")
+
+
+def create_enterprise(
+    identity: IdentityStore, enterprise_id: str, root_principal: str, now: datetime
+) -> str:
+    """Create an enterprise with a root user; returns the root's development credential."""
+    rules.validate_identifier(enterprise_id, "enterprise")
+    identity.create_enterprise(Enterprise(enterprise_id=enterprise_id, created_at=now))
+    secret = new_secret()
+    identity.put_user(
+        User(
+            enterprise_id=enterprise_id,
+            principal=root_principal,
+            token_hash=hash_secret(secret),
+            created_at=now,
+        )
+    )
+    identity.put_binding(
+        RoleBinding(enterprise_id=enterprise_id, principal=root_principal, role=Role.ROOT)
+    )
+    return user_token(root_principal, secret)
