@@ -14,6 +14,9 @@ class Settings(BaseSettings):
 
     # which adapters to wire
     store: Literal["sqlite", "spanner"] = "sqlite"
+    # control documents (enterprises, users, API keys, role bindings; later
+    # vocabularies, operations): Firestore in production, the SQLite file locally
+    control: Literal["sqlite", "firestore"] = "sqlite"
     embedder: Literal["minilm", "hashing"] = "minilm"
 
     # embedded default
@@ -26,6 +29,14 @@ class Settings(BaseSettings):
     spanner_instance: str = "jennah"
     spanner_database: str = "memory"
     spanner_timeout_seconds: float = 30.0
+
+    # Firestore (FIRESTORE_EMULATOR_HOST switches the client to the emulator)
+    firestore_project: str = "jennah-local"
+    firestore_database: str = "(default)"
+
+    # Google-signed ID tokens (production users): the audience they must carry.
+    # Unset: only API keys and development user credentials are accepted.
+    oidc_audience: str | None = None
 
     # the CLI's server
     endpoint: str = "http://127.0.0.1:8080"
