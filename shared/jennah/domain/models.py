@@ -200,13 +200,13 @@ class CommitPlan(BaseModel):
     validity window (only closures change validity). Nodes are
     create-or-replace except `node_type`, which is kept once set.
 
-    `register` registers the scope in the same transaction when it is not
+    `registration` registers the scope in the same transaction when it is not
     registered yet (a scope comes into being on its first write); an
     existing registration is left as it is.
     """
 
     scope: ScopeRef
-    register: ScopeRecord | None = None
+    registration: ScopeRecord | None = None
     chunks: list[MemoryRecord] = Field(default_factory=list)
     nodes: list[GraphNode] = Field(default_factory=list)
     edges: list[GraphEdge] = Field(default_factory=list)

@@ -77,11 +77,11 @@ def new_secret() -> str:
 
 @dataclass(frozen=True)
 class OpenedScope:
-    """A scope a request may act on; `register` is set when its first write creates it."""
+    """A scope a request may act on; `registration` is set when its first write creates it."""
 
     ref: ScopeRef
     kind: ScopeKind
-    register: ScopeRecord | None
+    registration: ScopeRecord | None
 
 
 class Access:
@@ -204,11 +204,11 @@ class Access:
             raise self._not_found(route_kind, scope_id)
         self.require(caller, permission)
         if registered is not None:
-            return OpenedScope(ref=ref, kind=kind, register=None)
+            return OpenedScope(ref=ref, kind=kind, registration=None)
         if not create:
             raise self._not_found(route_kind, scope_id)
         record = ScopeRecord(scope=ref, kind=kind.value, created_by=caller.principal)
-        return OpenedScope(ref=ref, kind=kind, register=record)
+        return OpenedScope(ref=ref, kind=kind, registration=record)
 
     @staticmethod
     def _not_found(route_kind: ScopeKind | None, scope_id: str) -> NotFound:

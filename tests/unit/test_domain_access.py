@@ -1,0 +1,102 @@
+"""Roles, permissions and selector reach: the pure rules."""
+
+from __future__ import annotations
+
+import pytest
+
+from jennah.domain.access import (
+    MANAGEMENT_PERMISSIONS,
+    ROLE_PERMISSIONS,
+    Caller,
+    CallerKind,
+    Permission,
+    Role,
+    RoleBinding,
+    ScopeKind,
+    grants_for,
+    reaches,
+    reaches_everything,
+    selector_matches,
+    validate_selector,
+)
+from jennah.errors import InvalidArgument
+
+
+def test_member_role_does_not_carry_billing_usage_read() -> None:
+    assert Permission.BILLING_USAGE_READ not in ROLE_PERMISSIONS[Role.MEMBER]
+    assert Permission.BILLING_USAGE_READ in ROLE_PERMISSIONS[Role.ADMINISTRATOR]
+
+
+def test_member_role_has_no_management_permission() -> None:
+    assert not ROLE_PERMISSIONS[Role.MEMBER] & MANAGEMENT_PERMISSIONS
+
+
+def test_management_class_is_what_the_spec_names() -> None:
+    assert {str(p) for p in MANAGEMENT_PERMISSIONS} == {
+        "agent.vocabulary:manage",
+        "iam.keys:manage",
+        "iam.roles:manage",
+        "billing.overage:manage",
+    }
+    assert Permission.VOCABULARY_READ not in MANAGEMENT_PERMISSIONS
+
+
+@pytest.mark.parametrize(
+    ("selector", "scope_id", "expected"),
+    [
+        ("bot.*", "bot.a", True),
+        ("bot.*", "bot.a.b", True),
+        ("bot.*", "bot", False),
+        ("bot.*", "robot.a", False),
+        ("*", "anything", True),
+        ("support-bot", "support-bot", True),
+        ("support-bot", "support-bot2", False),
+        ("a.b", "aXb", False),  # '.' is literal, not a regex wildcard
+        ("*.eu", "bot.eu", True),
+    ],
+)
+def test_selector_matching(selector: str, scope_id: str, expected: bool) -> None:
+    assert selector_matches(selector, scope_id) is expected
+
+
+@pytest.mark.parametrize("selector", ["", "bot/*", "bot?", "a b", "x" * 129])
+def test_bad_selectors_are_refused_naming_the_field(selector: str) -> None:
+    with pytest.raises(InvalidArgument) as err:
+        validate_selector(selector, "agentSelectors[0]")
+    assert err.value.metadata["field"] == "agentSelectors[0]"
+
+
+def test_agent_and_subject_reach_are_granted_independently() -> None:
+    grants = grants_for(
+        [
+            RoleBinding(
+                enterprise_id="e",
+                principal="user:a",
+                role=Role.MEMBER,
+                agent_selectors=["bot.*"],
+                subject_selectors=["user.ana"],
+            )
+        ]
+    )
+    assert reaches(grants, ScopeKind.AGENT, "bot.1")
+    assert not reaches(grants, ScopeKind.SUBJECT, "bot.1")
+    assert reaches(grants, ScopeKind.SUBJECT, "user.ana")
+    assert not reaches(grants, ScopeKind.AGENT, "user.ana")
+    assert not reaches_everything(grants)
+
+
+def test_root_reaches_everything_and_permissions_union() -> None:
+    grants = grants_for(
+        [
+            RoleBinding(enterprise_id="e", principal="user:r", role=Role.ROOT),
+            RoleBinding(enterprise_id="e", principal="user:r", role=Role.MEMBER),
+        ]
+    )
+    assert reaches_everything(grants)
+    assert grants.permissions == frozenset(Permission)
+    assert grants_for([]).permissions == frozenset()
+
+
+def test_caller_kind_from_principal() -> None:
+    assert Caller(enterprise_id="e", principal="api_key:k1").kind is CallerKind.API_KEY
+    assert Caller(enterprise_id="e", principal="user:ana").kind is CallerKind.USER
