@@ -1,0 +1,1 @@
+"""Firestore adapters: the control documents of the production deployment."""

@@ -1,0 +1,232 @@
+"""The identity store of the production deployment: Firestore control documents.
+
+Documents, per enterprise:
+
+    enterprises/{enterpriseId}
+    enterprises/{enterpriseId}/users/{principal}
+    enterprises/{enterpriseId}/apiKeys/{keyId}
+    enterprises/{enterpriseId}/roleBindings/{principal}__{role}
+
+and two enterprise-free lookups, so authentication resolves a credential id
+without knowing its enterprise, each written in the same batch as the document
+it indexes:
+
+    userIndex/{principal}  -> {enterpriseId}
+    apiKeyIndex/{keyId}    -> {enterpriseId}
+
+Ids are encoded by `documents.document_id`. Every other read and write goes
+through one enterprise's subcollections, so nothing can reach across tenants.
+No transactions: writes are batches with preconditions (create, exists,
+last-update time), so each call has its own timeout.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from google.api_core import exceptions as google_errors
+from google.cloud.firestore_v1.base_query import FieldFilter
+
+from jennah.adapters.firestore.calls import DEFAULT_TIMEOUT_SECONDS, CallBounds
+from jennah.adapters.firestore.documents import document_id, from_fields, to_fields
+from jennah.domain.access import ApiKey, Enterprise, Role, RoleBinding, User
+from jennah.errors import Aborted, AlreadyExists
+
+ENTERPRISES = "enterprises"
+USERS = "users"
+API_KEYS = "apiKeys"
+ROLE_BINDINGS = "roleBindings"
+USER_INDEX = "userIndex"
+API_KEY_INDEX = "apiKeyIndex"
+
+# Rounds of read-then-conditional-write before a contended write gives up.
+_CONDITIONAL_WRITE_ROUNDS = 5
+
+
+class FirestoreIdentityStore:
+    """IdentityStore on a google.cloud.firestore.Client (see the module docstring).
+
+    `timeout_seconds` bounds each Firestore call (reads also retry UNAVAILABLE
+    within it); errors surface as `jennah.errors`.
+    """
+
+    def __init__(self, client: Any, *, timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS) -> None:
+        self._client = client
+        self._calls = CallBounds(timeout_seconds)
+
+    # enterprises
+
+    def create_enterprise(self, enterprise: Enterprise) -> None:
+        ref = self._enterprise(enterprise.enterprise_id)
+        with self._calls.mapped("create enterprise"):
+            try:
+                ref.create(to_fields(enterprise), **self._calls.once)
+            except google_errors.AlreadyExists as exc:
+                raise AlreadyExists(
+                    f"enterprise {enterprise.enterprise_id!r} already exists", field="enterprise"
+                ) from exc
+
+    def get_enterprise(self, enterprise_id: str) -> Enterprise | None:
+        fields = self._read(self._enterprise(enterprise_id), "read enterprise")
+        return None if fields is None else from_fields(Enterprise, fields)
+
+    # users
+
+    def put_user(self, user: User) -> None:
+        """Create or replace; AlreadyExists when the principal belongs to another enterprise."""
+        index = self._index(USER_INDEX, user.principal, "principal")
+        ref = self._enterprise(user.enterprise_id).collection(USERS)
+        user_ref = ref.document(document_id(user.principal, "principal"))
+        for _ in range(_CONDITIONAL_WRITE_ROUNDS):
+            owner = self._owner(index, "read user index")
+            if owner is not None and owner != user.enterprise_id:
+                raise _principal_taken(user.principal)
+            batch = self._client.batch()
+            batch.set(user_ref, to_fields(user))
+            if owner is None:  # first write: claim the principal in the same batch
+                batch.create(index, {"enterpriseId": user.enterprise_id})
+            with self._calls.mapped("write user"):
+                try:
+                    batch.commit(**(self._calls.once if owner is None else self._calls.idempotent))
+                    return
+                except google_errors.AlreadyExists:
+                    continue  # claimed meanwhile: read the owner again
+        raise _contended("write user")
+
+    def get_user(self, principal: str) -> User | None:
+        owner = self._owner(self._index(USER_INDEX, principal, "principal"), "read user index")
+        if owner is None:
+            return None
+        ref = (
+            self._enterprise(owner).collection(USERS).document(document_id(principal, "principal"))
+        )
+        fields = self._read(ref, "read user")
+        return None if fields is None else from_fields(User, fields)
+
+    # API keys
+
+    def create_api_key(self, key: ApiKey) -> None:
+        """Store the key and its lookup in one batch; AlreadyExists when the id is taken."""
+        batch = self._client.batch()
+        batch.create(self._api_key(key.enterprise_id, key.key_id), to_fields(key))
+        batch.create(
+            self._index(API_KEY_INDEX, key.key_id, "keyId"), {"enterpriseId": key.enterprise_id}
+        )
+        with self._calls.mapped("create API key"):
+            try:
+                batch.commit(**self._calls.once)
+            except google_errors.AlreadyExists as exc:
+                raise AlreadyExists(f"API key id {key.key_id!r} is taken", field="keyId") from exc
+
+    def get_api_key(self, key_id: str) -> ApiKey | None:
+        owner = self._owner(self._index(API_KEY_INDEX, key_id, "keyId"), "read API key index")
+        if owner is None:
+            return None
+        fields = self._read(self._api_key(owner, key_id), "read API key")
+        return None if fields is None else from_fields(ApiKey, fields)
+
+    def list_api_keys(self, enterprise_id: str) -> list[ApiKey]:
+        query = self._enterprise(enterprise_id).collection(API_KEYS)
+        keys = [from_fields(ApiKey, fields) for fields in self._query(query, "list API keys")]
+        return sorted(keys, key=lambda key: key.key_id)
+
+    def revoke_api_key(self, enterprise_id: str, key_id: str, at: datetime) -> ApiKey | None:
+        """Set revoked_at (kept if already set); None when the enterprise has no such key.
+
+        A conditional update on the read's update time: a concurrent revoke
+        makes it fail, and the next round reads the revocation that won.
+        """
+        ref = self._api_key(enterprise_id, key_id)
+        option = self._client.write_option
+        for _ in range(_CONDITIONAL_WRITE_ROUNDS):
+            with self._calls.mapped("read API key"):
+                snapshot = ref.get(**self._calls.idempotent)
+            if not snapshot.exists:
+                return None
+            key = from_fields(ApiKey, snapshot.to_dict())
+            if key.revoked_at is not None:
+                return key
+            with self._calls.mapped("revoke API key"):
+                try:
+                    ref.update(
+                        {"revokedAt": at},
+                        option=option(last_update_time=snapshot.update_time),
+                        **self._calls.idempotent,
+                    )
+                except google_errors.FailedPrecondition:
+                    continue  # changed since the read
+            return key.model_copy(update={"revoked_at": at})
+        raise _contended("revoke API key")
+
+    # role bindings
+
+    def put_binding(self, binding: RoleBinding) -> None:
+        ref = self._binding(binding.enterprise_id, binding.principal, binding.role)
+        with self._calls.mapped("write role binding"):
+            ref.set(to_fields(binding), **self._calls.idempotent)
+
+    def delete_binding(self, enterprise_id: str, principal: str, role: Role) -> bool:
+        ref = self._binding(enterprise_id, principal, role)
+        with self._calls.mapped("delete role binding"):
+            try:
+                ref.delete(option=self._client.write_option(exists=True), **self._calls.once)
+            except google_errors.NotFound:
+                return False
+        return True
+
+    def list_bindings(self, enterprise_id: str, principal: str | None = None) -> list[RoleBinding]:
+        query = self._enterprise(enterprise_id).collection(ROLE_BINDINGS)
+        if principal is not None:
+            query = query.where(filter=FieldFilter("principal", "==", principal))
+        bindings = [
+            from_fields(RoleBinding, fields) for fields in self._query(query, "list role bindings")
+        ]
+        return sorted(bindings, key=lambda b: (b.principal, b.role.value))
+
+    # documents
+
+    def _enterprise(self, enterprise_id: str) -> Any:
+        return self._client.collection(ENTERPRISES).document(
+            document_id(enterprise_id, "enterprise")
+        )
+
+    def _api_key(self, enterprise_id: str, key_id: str) -> Any:
+        return (
+            self._enterprise(enterprise_id)
+            .collection(API_KEYS)
+            .document(document_id(key_id, "keyId"))
+        )
+
+    def _binding(self, enterprise_id: str, principal: str, role: Role) -> Any:
+        # roles have no '_', so the id stays one-to-one whatever the principal ends with
+        name = f"{document_id(principal, 'principal')}__{role.value}"
+        return self._enterprise(enterprise_id).collection(ROLE_BINDINGS).document(name)
+
+    def _index(self, collection: str, value: str, field: str) -> Any:
+        return self._client.collection(collection).document(document_id(value, field))
+
+    def _owner(self, index: Any, what: str) -> str | None:
+        """The enterprise an index document points at; None when there is none."""
+        fields = self._read(index, what)
+        return None if fields is None else str(fields["enterpriseId"])
+
+    def _read(self, ref: Any, what: str) -> dict[str, Any] | None:
+        with self._calls.mapped(what):
+            snapshot = ref.get(**self._calls.idempotent)
+        return snapshot.to_dict() if snapshot.exists else None
+
+    def _query(self, query: Any, what: str) -> list[dict[str, Any]]:
+        with self._calls.mapped(what):
+            return [snapshot.to_dict() for snapshot in query.get(**self._calls.idempotent)]
+
+
+def _principal_taken(principal: str) -> AlreadyExists:
+    return AlreadyExists(f"{principal} is already a user of another enterprise", field="principal")
+
+
+def _contended(what: str) -> Aborted:
+    return Aborted(
+        f"Firestore {what} kept conflicting with concurrent writes; resend",
+        reason="WRITE_CONFLICT",
+    )

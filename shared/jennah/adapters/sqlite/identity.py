@@ -1,0 +1,310 @@
+"""The identity store of the embedded default: control tables in the memory store's file.
+
+Enterprises, users, API keys and role bindings live in their own tables
+(`enterprises`, `users`, `api_keys`, `role_bindings`) of the same SQLite file
+as the memory store, created idempotently on open. Timestamps are INTEGER
+microseconds since the Unix epoch (UTC; a naive datetime is taken to be UTC),
+so they round-trip exactly. Selectors are JSON arrays.
+
+Thread-safe: writes go through one connection under a lock, each in a
+BEGIN IMMEDIATE transaction; reads use pooled connections (WAL: readers never
+block the writer, and the busy timeout covers other processes' writes).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from jennah.adapters.sqlite.connection import (
+    ConnectionPool,
+    IntegrityError,
+    OperationalError,
+    open_connection,
+)
+from jennah.domain.access import ApiKey, Enterprise, Role, RoleBinding, User
+from jennah.errors import Aborted, AlreadyExists
+
+if TYPE_CHECKING:
+    from sqlite3 import Connection, Row
+
+_TABLES = """
+CREATE TABLE IF NOT EXISTS enterprises (
+  enterprise_id TEXT NOT NULL PRIMARY KEY,
+  display_name TEXT NOT NULL,
+  created_at INTEGER
+) WITHOUT ROWID;
+
+CREATE TABLE IF NOT EXISTS users (
+  principal TEXT NOT NULL PRIMARY KEY,
+  enterprise_id TEXT NOT NULL,
+  token_hash TEXT,
+  created_at INTEGER
+) WITHOUT ROWID;
+
+CREATE TABLE IF NOT EXISTS api_keys (
+  key_id TEXT NOT NULL PRIMARY KEY,
+  enterprise_id TEXT NOT NULL,
+  secret_hash TEXT NOT NULL,
+  display_name TEXT NOT NULL,
+  created_by TEXT NOT NULL,
+  created_at INTEGER NOT NULL,
+  expire_time INTEGER,
+  revoked_at INTEGER
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS api_keys_by_enterprise ON api_keys (enterprise_id, key_id);
+
+CREATE TABLE IF NOT EXISTS role_bindings (
+  enterprise_id TEXT NOT NULL,
+  principal TEXT NOT NULL,
+  role TEXT NOT NULL,
+  agent_selectors TEXT NOT NULL CHECK (json_valid(agent_selectors)),
+  subject_selectors TEXT NOT NULL CHECK (json_valid(subject_selectors)),
+  PRIMARY KEY (enterprise_id, principal, role)
+) WITHOUT ROWID
+"""
+
+_API_KEY_COLUMNS = (
+    "key_id, enterprise_id, secret_hash, display_name, created_by, created_at, "
+    "expire_time, revoked_at"
+)
+_BINDING_COLUMNS = "enterprise_id, principal, role, agent_selectors, subject_selectors"
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_MICROSECOND = timedelta(microseconds=1)
+
+
+def _micros(value: datetime | None) -> int | None:
+    if value is None:
+        return None
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=UTC)
+    return (value - _EPOCH) // _MICROSECOND
+
+
+def _datetime(value: int | None) -> datetime | None:
+    return None if value is None else _EPOCH + timedelta(microseconds=value)
+
+
+class SqliteIdentityStore:
+    """IdentityStore on a SQLite file (its control tables created if missing)."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._writer = open_connection(self.path)
+        self._write_lock = threading.Lock()
+        with self._write_lock, self._transaction() as conn:
+            for statement in _TABLES.split(";"):
+                if statement.strip():
+                    conn.execute(statement)
+        self._pool = ConnectionPool(self.path)
+
+    def close(self) -> None:
+        with self._write_lock:
+            self._pool.close()
+            self._writer.close()
+
+    # enterprises
+
+    def create_enterprise(self, enterprise: Enterprise) -> None:
+        with self._write_lock, self._transaction() as conn:
+            try:
+                conn.execute(
+                    "INSERT INTO enterprises (enterprise_id, display_name, created_at) "
+                    "VALUES (?, ?, ?)",
+                    (
+                        enterprise.enterprise_id,
+                        enterprise.display_name,
+                        _micros(enterprise.created_at),
+                    ),
+                )
+            except IntegrityError as exc:
+                raise AlreadyExists(
+                    f"enterprise {enterprise.enterprise_id!r} already exists", field="enterprise"
+                ) from exc
+
+    def get_enterprise(self, enterprise_id: str) -> Enterprise | None:
+        row = self._read_one(
+            "SELECT enterprise_id, display_name, created_at FROM enterprises "
+            "WHERE enterprise_id = ?",
+            (enterprise_id,),
+        )
+        if row is None:
+            return None
+        return Enterprise(
+            enterprise_id=row["enterprise_id"],
+            display_name=row["display_name"],
+            created_at=_datetime(row["created_at"]),
+        )
+
+    # users
+
+    def put_user(self, user: User) -> None:
+        """Create or replace; AlreadyExists when the principal belongs to another enterprise."""
+        with self._write_lock, self._transaction() as conn:
+            written = conn.execute(
+                "INSERT INTO users (principal, enterprise_id, token_hash, created_at) "
+                "VALUES (?, ?, ?, ?) ON CONFLICT (principal) DO UPDATE SET "
+                "token_hash = excluded.token_hash, created_at = excluded.created_at "
+                "WHERE users.enterprise_id = excluded.enterprise_id",
+                (user.principal, user.enterprise_id, user.token_hash, _micros(user.created_at)),
+            ).rowcount
+            if written == 0:
+                raise _principal_taken(user.principal)
+
+    def get_user(self, principal: str) -> User | None:
+        row = self._read_one(
+            "SELECT principal, enterprise_id, token_hash, created_at FROM users "
+            "WHERE principal = ?",
+            (principal,),
+        )
+        if row is None:
+            return None
+        return User(
+            enterprise_id=row["enterprise_id"],
+            principal=row["principal"],
+            token_hash=row["token_hash"],
+            created_at=_datetime(row["created_at"]),
+        )
+
+    # API keys
+
+    def create_api_key(self, key: ApiKey) -> None:
+        with self._write_lock, self._transaction() as conn:
+            try:
+                conn.execute(
+                    f"INSERT INTO api_keys ({_API_KEY_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    (
+                        key.key_id,
+                        key.enterprise_id,
+                        key.secret_hash,
+                        key.display_name,
+                        key.created_by,
+                        _micros(key.created_at),
+                        _micros(key.expire_time),
+                        _micros(key.revoked_at),
+                    ),
+                )
+            except IntegrityError as exc:
+                raise AlreadyExists(f"API key id {key.key_id!r} is taken", field="keyId") from exc
+
+    def get_api_key(self, key_id: str) -> ApiKey | None:
+        row = self._read_one(f"SELECT {_API_KEY_COLUMNS} FROM api_keys WHERE key_id = ?", (key_id,))
+        return None if row is None else _api_key(row)
+
+    def list_api_keys(self, enterprise_id: str) -> list[ApiKey]:
+        rows = self._read_all(
+            f"SELECT {_API_KEY_COLUMNS} FROM api_keys WHERE enterprise_id = ? ORDER BY key_id",
+            (enterprise_id,),
+        )
+        return [_api_key(row) for row in rows]
+
+    def revoke_api_key(self, enterprise_id: str, key_id: str, at: datetime) -> ApiKey | None:
+        """Set revoked_at (kept if already set); None when the enterprise has no such key."""
+        with self._write_lock, self._transaction() as conn:
+            conn.execute(
+                "UPDATE api_keys SET revoked_at = ? "
+                "WHERE enterprise_id = ? AND key_id = ? AND revoked_at IS NULL",
+                (_micros(at), enterprise_id, key_id),
+            )
+            row = conn.execute(
+                f"SELECT {_API_KEY_COLUMNS} FROM api_keys WHERE enterprise_id = ? AND key_id = ?",
+                (enterprise_id, key_id),
+            ).fetchone()
+        return None if row is None else _api_key(row)
+
+    # role bindings
+
+    def put_binding(self, binding: RoleBinding) -> None:
+        with self._write_lock, self._transaction() as conn:
+            conn.execute(
+                f"INSERT OR REPLACE INTO role_bindings ({_BINDING_COLUMNS}) VALUES (?, ?, ?, ?, ?)",
+                (
+                    binding.enterprise_id,
+                    binding.principal,
+                    binding.role.value,
+                    json.dumps(binding.agent_selectors),
+                    json.dumps(binding.subject_selectors),
+                ),
+            )
+
+    def delete_binding(self, enterprise_id: str, principal: str, role: Role) -> bool:
+        with self._write_lock, self._transaction() as conn:
+            deleted = conn.execute(
+                "DELETE FROM role_bindings WHERE enterprise_id = ? AND principal = ? AND role = ?",
+                (enterprise_id, principal, role.value),
+            ).rowcount
+        return bool(deleted)
+
+    def list_bindings(self, enterprise_id: str, principal: str | None = None) -> list[RoleBinding]:
+        query = f"SELECT {_BINDING_COLUMNS} FROM role_bindings WHERE enterprise_id = ?"
+        params: tuple[str, ...] = (enterprise_id,)
+        if principal is not None:
+            query += " AND principal = ?"
+            params += (principal,)
+        rows = self._read_all(query + " ORDER BY principal, role", params)
+        return [_binding(row) for row in rows]
+
+    # plumbing
+
+    @contextmanager
+    def _transaction(self) -> Iterator[Connection]:
+        """One BEGIN IMMEDIATE … COMMIT on the writer; the caller holds the write lock."""
+        conn = self._writer
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+        except OperationalError as exc:
+            raise Aborted(
+                f"the identity store is busy ({exc}); retry", reason="STORE_BUSY"
+            ) from exc
+        try:
+            yield conn
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+
+    def _read_one(self, query: str, params: tuple[Any, ...]) -> Row | None:
+        with self._pool.connection() as conn:
+            row: Row | None = conn.execute(query, params).fetchone()
+            return row
+
+    def _read_all(self, query: str, params: tuple[Any, ...]) -> list[Row]:
+        with self._pool.connection() as conn:
+            return list(conn.execute(query, params).fetchall())
+
+
+def _principal_taken(principal: str) -> AlreadyExists:
+    return AlreadyExists(f"{principal} is already a user of another enterprise", field="principal")
+
+
+def _api_key(row: Row) -> ApiKey:
+    created_at = _datetime(row["created_at"])
+    assert created_at is not None
+    return ApiKey(
+        enterprise_id=row["enterprise_id"],
+        key_id=row["key_id"],
+        secret_hash=row["secret_hash"],
+        display_name=row["display_name"],
+        created_by=row["created_by"],
+        created_at=created_at,
+        expire_time=_datetime(row["expire_time"]),
+        revoked_at=_datetime(row["revoked_at"]),
+    )
+
+
+def _binding(row: Row) -> RoleBinding:
+    return RoleBinding(
+        enterprise_id=row["enterprise_id"],
+        principal=row["principal"],
+        role=Role(row["role"]),
+        agent_selectors=json.loads(row["agent_selectors"]),
+        subject_selectors=json.loads(row["subject_selectors"]),
+    )
