@@ -12,3 +12,8 @@ output "enabled_services" {
   description = "APIs enabled for the deployment."
   value       = sort([for service in google_project_service.required : service.service])
 }
+
+output "firestore_database" {
+  description = "The Firestore database of control documents (JENNAH_FIRESTORE_DATABASE)."
+  value       = google_firestore_database.control.name
+}

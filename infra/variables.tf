@@ -57,3 +57,15 @@ variable "deletion_protection" {
   type        = bool
   default     = true
 }
+
+variable "firestore_database_name" {
+  description = "Firestore (native mode) database id for control documents; '(default)' or a named database."
+  type        = string
+  default     = "(default)"
+}
+
+variable "firestore_location" {
+  description = "Firestore location, e.g. us-central1 or nam5."
+  type        = string
+  default     = "us-central1"
+}
