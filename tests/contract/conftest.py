@@ -207,3 +207,114 @@ def assert_same_ranking(
     assert [record_id for record_id, _ in actual] == [record_id for record_id, _ in expected]
     for (_, got), (_, want) in zip(actual, expected, strict=True):
         assert got == pytest.approx(want, abs=1e-5)
+
+
+# -- raw rows, below the port ---------------------------------------------------
+
+# Tables a destroy empties but does not count: SQLite's per-scope generation.
+BOOKKEEPING_TABLES = frozenset({"scope_generations"})
+
+
+def row_counts(store: MemoryStore, scope: ScopeRef) -> dict[str, int]:
+    """Rows of `scope` in EVERY table with enterprise_id and scope_id columns, read
+    straight from the database (tables are enumerated, so a new one is covered)."""
+    from jennah.adapters.spanner.store import SpannerStore
+    from jennah.adapters.sqlite.store import SqliteStore
+
+    if isinstance(store, SqliteStore):
+        return _sqlite_row_counts(store.path, scope)
+    if isinstance(store, SpannerStore):
+        from tests.support.spanner_emulator import spanner_test_database
+
+        return _spanner_row_counts(spanner_test_database(), scope)
+    raise TypeError(f"no raw row counts for {type(store).__name__}")
+
+
+def keyword_index_orphans(store: MemoryStore) -> int:
+    """Keyword-index entries whose memory record is gone (SQLite's FTS5 table, after
+    its own integrity check); 0 for Spanner, whose search index lives in the table."""
+    from jennah.adapters.sqlite.store import SqliteStore
+
+    if not isinstance(store, SqliteStore):
+        return 0
+    conn = _sqlite_raw(store.path)
+    try:
+        conn.execute(
+            "INSERT INTO memory_records_text (memory_records_text, rank) "
+            "VALUES ('integrity-check', 1)"
+        )
+        (orphans,) = conn.execute(
+            "SELECT count(*) FROM memory_records_text_docsize "
+            "WHERE id NOT IN (SELECT row_id FROM memory_records)"
+        ).fetchone()
+        return int(orphans)
+    finally:
+        conn.close()
+
+
+def keyword_index_size(store: MemoryStore) -> int | None:
+    """Entries of SQLite's FTS5 keyword index; None for Spanner (no separate table)."""
+    from jennah.adapters.sqlite.store import SqliteStore
+
+    if not isinstance(store, SqliteStore):
+        return None
+    conn = _sqlite_raw(store.path)
+    try:
+        return int(conn.execute("SELECT count(*) FROM memory_records_text_docsize").fetchone()[0])
+    finally:
+        conn.close()
+
+
+def _sqlite_raw(path: Path) -> Any:
+    """A plain pysqlite3 connection to the store's file, no adapter code involved."""
+    from pysqlite3 import dbapi2
+
+    return dbapi2.connect(str(path))
+
+
+def _sqlite_row_counts(path: Path, scope: ScopeRef) -> dict[str, int]:
+    conn = _sqlite_raw(path)
+    try:
+        tables = [
+            row[0]
+            for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+        ]
+        counts: dict[str, int] = {}
+        for table in tables:
+            columns = {row[1] for row in conn.execute(f'PRAGMA table_info("{table}")')}
+            if {"enterprise_id", "scope_id"} <= columns:
+                (count,) = conn.execute(
+                    f'SELECT count(*) FROM "{table}" WHERE enterprise_id = ? AND scope_id = ?',
+                    (scope.enterprise_id, scope.scope_id),
+                ).fetchone()
+                counts[table] = int(count)
+        return counts
+    finally:
+        conn.close()
+
+
+def _spanner_row_counts(database: Any, scope: ScopeRef) -> dict[str, int]:
+    from google.cloud.spanner_v1 import param_types
+
+    with database.snapshot(multi_use=True) as snapshot:
+        tables = [
+            row[0]
+            for row in snapshot.execute_sql(
+                "SELECT TABLE_NAME FROM INFORMATION_SCHEMA.COLUMNS WHERE TABLE_SCHEMA = ''"
+                " AND COLUMN_NAME IN ('enterprise_id', 'scope_id')"
+                " GROUP BY TABLE_NAME HAVING COUNT(*) = 2",
+                timeout=30,
+            )
+        ]
+        counts: dict[str, int] = {}
+        for table in tables:
+            rows = list(
+                snapshot.execute_sql(
+                    f"SELECT COUNT(*) FROM `{table}` WHERE enterprise_id = @e AND scope_id = @s",
+                    params={"e": scope.enterprise_id, "s": scope.scope_id},
+                    param_types={"e": param_types.STRING, "s": param_types.STRING},
+                    timeout=30,
+                )
+            )
+            counts[table] = int(rows[0][0])
+    return counts

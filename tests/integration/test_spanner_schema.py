@@ -26,6 +26,7 @@ from jennah.domain.models import (
     GraphNode,
     MemoryLink,
     MemoryRecord,
+    ScopeRecord,
 )
 from tests.support.spanner_emulator import create_database, session_emulator
 
@@ -39,6 +40,7 @@ TABLES = {
     "graph_edges",
     "execution_log_steps",
     "formation_keys",
+    "scopes",
 }
 SEARCH_INDEX = "memory_records_text_search"
 
@@ -110,6 +112,7 @@ RENAMED = {"scope": ["enterprise_id", "scope_id"], "memory_id": ["id"]}
         ("graph_edges", GraphEdge),
         ("execution_log_steps", ExecutionLogStep),
         ("formation_keys", FormationKeyRecord),
+        ("scopes", ScopeRecord),
     ],
 )
 def test_every_domain_field_has_a_column(fresh_database: Any, table: str, model: Any) -> None:

@@ -7,7 +7,8 @@ import re
 from collections.abc import Mapping
 from datetime import datetime
 
-from jennah.domain.models import FilterOperator, MetadataFilter
+from jennah.domain.access import ScopeKind
+from jennah.domain.models import CommitPlan, FilterOperator, MetadataFilter
 from jennah.errors import InvalidArgument
 
 # Metadata bounds (documented in README "Limits"). Platform keys such as
@@ -131,3 +132,23 @@ def check_closure(
             metadata={"id": target_id},
         )
     return True
+
+
+def check_registration(plan: CommitPlan) -> None:
+    """InvalidArgument unless `plan.registration` names the plan's scope and a scope kind."""
+    record = plan.registration
+    if record is None:
+        return
+    if record.scope != plan.scope:
+        raise InvalidArgument(
+            f"registration names scope {record.scope.scope_id!r} of enterprise "
+            f"{record.scope.enterprise_id!r}; the commit writes {plan.scope.scope_id!r} "
+            f"of {plan.scope.enterprise_id!r}",
+            field="registration.scope",
+        )
+    if record.kind not in {kind.value for kind in ScopeKind}:
+        raise InvalidArgument(
+            f"registration.kind {record.kind!r} must be one of "
+            + ", ".join(kind.value for kind in ScopeKind),
+            field="registration.kind",
+        )

@@ -149,3 +149,14 @@ CREATE TABLE formation_keys (
   receipt_json STRING(MAX) NOT NULL,
   committed_at TIMESTAMP NOT NULL OPTIONS (allow_commit_timestamp = true),
 ) PRIMARY KEY (enterprise_id, scope_id, formation_key);
+
+-- The scope registry: an agent workspace or a subject scope, registered by its
+-- first write (or explicitly). Destroying a scope deletes this row and every row
+-- of the scope in the tables above, in one transaction.
+CREATE TABLE scopes (
+  enterprise_id STRING(256) NOT NULL,
+  scope_id STRING(256) NOT NULL,
+  kind STRING(16) NOT NULL,
+  created_at TIMESTAMP NOT NULL OPTIONS (allow_commit_timestamp = true),
+  created_by STRING(512) NOT NULL,
+) PRIMARY KEY (enterprise_id, scope_id);

@@ -10,6 +10,15 @@ and its Commit RPC retries for up to an hour.
 
 Semantic search is the exact `COSINE_DISTANCE` scan everywhere, the emulator
 included; production may add the ANN index of `vector_index.sql`.
+
+Destroying a scope deletes its registration and every row of it with key-range
+deletes in one transaction, as long as the scope holds at most
+`destroy_rows_per_transaction` rows (interleaved evidence not counted): see
+DESTROY_ROWS_PER_TRANSACTION for the mutation arithmetic. A larger scope is
+first thinned by deleting rows in batches of that size, each batch its own
+transaction, then the rest goes in one final transaction with the registration.
+If that is interrupted, the scope stays registered with part of its rows gone;
+destroying it again finishes the job.
 """
 
 from __future__ import annotations
@@ -25,7 +34,7 @@ from typing import Any, TypeVar, cast
 
 from google.api_core import exceptions as google_errors
 from google.api_core.retry import Retry, if_exception_type
-from google.cloud.spanner_v1 import COMMIT_TIMESTAMP, KeySet, param_types
+from google.cloud.spanner_v1 import COMMIT_TIMESTAMP, KeyRange, KeySet, param_types
 from pydantic import BaseModel
 
 from jennah import errors
@@ -41,6 +50,7 @@ from jennah.domain.models import (
     GraphNode,
     MemoryRecord,
     MetadataFilter,
+    ScopeRecord,
     ScopeRef,
     ScoredRecord,
     Status,
@@ -59,6 +69,30 @@ EDGE_COLUMNS = (
     "created_at", "retired_at", "supersedes", "superseded_by",
 )  # fmt: skip
 STEP_COLUMNS = ("step_id", "tool_input", "metadata", "created_at")
+SCOPE_COLUMNS = ("kind", "created_at", "created_by")
+
+# Every table keyed by (enterprise_id, scope_id), with the rest of its primary
+# key, in the order a destroy deletes them: children first, the registry last.
+SCOPED_TABLES: dict[str, tuple[str, ...]] = {
+    "evidence": ("id", "ref"),
+    "memory_links": ("source_id", "target_id"),
+    "memory_records": ("id",),
+    "graph_nodes": ("node_id",),
+    "graph_edges": ("edge_id",),
+    "execution_log_steps": ("step_id",),
+    "formation_keys": ("formation_key",),
+    "scopes": (),
+}
+# Spanner refuses a commit of more than 80,000 mutations. A key-range delete
+# counts 1 for the range plus 1 per secondary-index entry of each row it
+# deletes; interleaved evidence goes with its memory record without counting
+# (and has no index). A memory record has at most 4 index entries (content
+# hash, key, the search index, and in production the vector index), a node or
+# an edge 2, a link 1. So a transaction deleting at most 10,000 rows (evidence
+# aside) stays under 40,000 + 8 mutations, half the limit.
+DESTROY_ROWS_PER_TRANSACTION = 10_000
+# What a large scope is thinned by first (evidence goes with its memory records).
+_BATCHED_TABLES = tuple(t for t in SCOPED_TABLES if t not in {"evidence", "scopes"})
 
 # Columns a create-or-replace never rewrites on an existing row: the validity
 # window and lifecycle (only closures change them) and the transaction time.
@@ -90,9 +124,16 @@ class SpannerStore:
     `jennah.errors` with the same canonical status.
     """
 
-    def __init__(self, database: Any, *, timeout_seconds: float = 30.0) -> None:
+    def __init__(
+        self,
+        database: Any,
+        *,
+        timeout_seconds: float = 30.0,
+        destroy_rows_per_transaction: int = DESTROY_ROWS_PER_TRANSACTION,
+    ) -> None:
         self._database = database
         self._timeout = timeout_seconds
+        self._destroy_rows = destroy_rows_per_transaction
         self._bound = _CallBound(
             timeout_seconds,
             Retry(
@@ -107,6 +148,7 @@ class SpannerStore:
     # writes
 
     def apply(self, plan: CommitPlan) -> CommitResult:
+        rules.check_registration(plan)
         writer = _PlanWriter(plan, self._bound)
         written: _Written = self._bounded(
             "commit",
@@ -120,6 +162,46 @@ class SpannerStore:
             chunk_supersessions=written.chunk_supersessions,
             edge_supersessions=written.edge_supersessions,
         )
+
+    def destroy_scope(self, scope: ScopeRef) -> int:
+        """Erase the scope's registration and every row of it; returns the rows erased.
+
+        One transaction when the scope holds at most `destroy_rows_per_transaction`
+        rows (evidence aside); a larger one is thinned in batches first (see the
+        module docstring).
+        """
+        destroyer = _ScopeDestroyer(scope, self._bound, self._destroy_rows)
+        erased = 0
+        while True:
+            step: _DestroyStep = self._bounded(
+                "destroy scope",
+                lambda: self._database.run_in_transaction(
+                    destroyer.step, timeout_secs=self._timeout
+                ),
+            )
+            erased += step.erased
+            if step.done:
+                return erased
+
+    # the scope registry
+
+    def get_scope(self, scope: ScopeRef) -> ScopeRecord | None:
+        rows = self._read("scopes", SCOPE_COLUMNS, scope, [()])
+        return _scope_record(scope, rows[0]) if rows else None
+
+    def list_scopes(self, enterprise_id: str) -> list[ScopeRecord]:
+        query = _Query()
+        query.where(
+            f"enterprise_id = {query.bind('enterprise_id', enterprise_id, param_types.STRING)}"
+        )
+        sql = (
+            f"SELECT scope_id, {_select(SCOPE_COLUMNS)} FROM scopes"
+            f" WHERE {query.conditions()} ORDER BY scope_id"
+        )
+        return [
+            _scope_record(ScopeRef(enterprise_id=enterprise_id, scope_id=row[0]), row[1:])
+            for row in self._execute(query, sql, "list scopes")
+        ]
 
     # chunks
 
@@ -394,6 +476,7 @@ class _PlanWriter:
 
     def write(self, txn: Any) -> _Written:
         plan = self._plan
+        self._register(txn)
         chunk_rows = [_chunk_row(c) for c in plan.chunks]
         edge_rows = [_edge_row(e) for e in plan.edges]
         chunk_supersessions = self._write_versioned(txn, _CHUNKS, chunk_rows, plan.chunk_closures)
@@ -408,6 +491,18 @@ class _PlanWriter:
             # mutation; with neither, the client refuses to commit it.
             list(txn.execute_sql("SELECT 1", **self._bound.kwargs))
         return _Written(txn, chunk_supersessions, edge_supersessions)
+
+    def _register(self, txn: Any) -> None:
+        """Insert the registration unless the scope is registered already."""
+        record = self._plan.registration
+        if record is None or self._read(txn, "scopes", ("scope_id",), [()]):
+            return
+        values = {
+            "kind": record.kind,
+            "created_at": COMMIT_TIMESTAMP,
+            "created_by": record.created_by,
+        }
+        self._put(txn, "scopes", False, values)
 
     def _write_versioned(
         self,
@@ -532,7 +627,8 @@ class _PlanWriter:
 
 def _writes_nothing(plan: CommitPlan) -> bool:
     return not (
-        plan.chunks
+        plan.registration
+        or plan.chunks
         or plan.nodes
         or plan.edges
         or plan.chunk_closures
@@ -542,6 +638,87 @@ def _writes_nothing(plan: CommitPlan) -> bool:
         or plan.steps
         or plan.formation_key
     )
+
+
+# Destroying a scope
+
+
+@dataclass(frozen=True)
+class _DestroyStep:
+    """What one destroy transaction erased, and whether the scope is gone."""
+
+    erased: int
+    done: bool
+
+
+class _ScopeDestroyer:
+    """Destroys one scope, one transaction per `step`.
+
+    A step counts the scope's rows; when at most `batch_rows` remain (evidence
+    aside) it range-deletes every table's rows of the scope, registration
+    included, and is done; otherwise it deletes the first `batch_rows` rows of
+    one table. `step` only reads and buffers mutations, so Spanner may rerun it.
+    """
+
+    def __init__(self, scope: ScopeRef, bound: _CallBound, batch_rows: int) -> None:
+        if batch_rows < 1:
+            raise ValueError(f"destroy_rows_per_transaction must be at least 1; got {batch_rows}")
+        self._scope = scope
+        self._bound = bound
+        self._batch_rows = batch_rows
+
+    def step(self, txn: Any) -> _DestroyStep:
+        counts = self._counts(txn)
+        if sum(n for table, n in counts.items() if table != "evidence") <= self._batch_rows:
+            whole_scope = KeySet(ranges=[_scope_range(self._scope)])  # type: ignore[no-untyped-call]
+            for table in SCOPED_TABLES:
+                txn.delete(table, whole_scope)
+            return _DestroyStep(sum(counts.values()), done=True)
+        table = next(t for t in _BATCHED_TABLES if counts[t] > 0)
+        return _DestroyStep(self._delete_batch(txn, table), done=False)
+
+    def _counts(self, txn: Any) -> dict[str, int]:
+        query = _Query.scoped(self._scope)
+        sql = " UNION ALL ".join(
+            f"SELECT '{table}', COUNT(*) FROM {table} WHERE {query.conditions()}"
+            for table in SCOPED_TABLES
+        )
+        counts = {table: 0 for table in SCOPED_TABLES}
+        counts.update({row[0]: int(row[1]) for row in self._execute(txn, query, sql)})
+        return counts
+
+    def _delete_batch(self, txn: Any, table: str) -> int:
+        """Delete the first `batch_rows` rows of `table` (with their evidence); the count."""
+        key_columns = SCOPED_TABLES[table]
+        query = _Query.scoped(self._scope)
+        columns = _select(key_columns)
+        limit = query.bind("batch_rows", self._batch_rows, param_types.INT64)
+        sql = (
+            f"SELECT {columns} FROM {table} WHERE {query.conditions()}"
+            f" ORDER BY {columns} LIMIT {limit}"
+        )
+        keys = self._execute(txn, query, sql)
+        erased = len(keys)
+        if table == "memory_records":  # interleaved evidence goes with its memory
+            evidence = _Query.scoped(self._scope)
+            ids = evidence.bind("ids", [key[0] for key in keys], _STRING_ARRAY)
+            evidence.where(f"id IN UNNEST({ids})")
+            sql = f"SELECT COUNT(*) FROM evidence WHERE {evidence.conditions()}"
+            erased += int(self._execute(txn, evidence, sql)[0][0])
+        txn.delete(table, _keyset(self._scope, keys))
+        return erased
+
+    def _execute(self, txn: Any, query: _Query, sql: str) -> list[list[Any]]:
+        rows = txn.execute_sql(
+            sql, params=query.params, param_types=query.types, **self._bound.kwargs
+        )
+        return list(rows)
+
+
+def _scope_range(scope: ScopeRef) -> Any:
+    """Every key with the scope's (enterprise_id, scope_id) prefix."""
+    prefix = [scope.enterprise_id, scope.scope_id]
+    return KeyRange(start_closed=prefix, end_closed=prefix)  # type: ignore[no-untyped-call]
 
 
 def _apply_closures(
@@ -638,6 +815,10 @@ def _edge(row: Sequence[Any]) -> GraphEdge:
 
 def _step(row: Sequence[Any]) -> ExecutionLogStep:
     return _from_row(ExecutionLogStep, STEP_COLUMNS, row)
+
+
+def _scope_record(scope: ScopeRef, row: Sequence[Any]) -> ScopeRecord:
+    return _from_row(ScopeRecord, SCOPE_COLUMNS, row, scope=scope)
 
 
 def _from_row(model: type[_M], columns: Sequence[str], row: Sequence[Any], **extra: Any) -> _M:

@@ -20,6 +20,7 @@ from jennah.domain.models import (
     GraphEdge,
     GraphNode,
     MemoryRecord,
+    ScopeRecord,
     ScopeRef,
 )
 from jennah.errors import InvalidArgument
@@ -193,4 +194,13 @@ def step_from_row(row: Row) -> ExecutionLogStep:
         tool_input=row["tool_input"],
         metadata=from_json(row["metadata"]),
         created_at=from_micros(row["created_at"]),
+    )
+
+
+def scope_record_from_row(row: Row) -> ScopeRecord:
+    return ScopeRecord(
+        scope=ScopeRef(enterprise_id=row["enterprise_id"], scope_id=row["scope_id"]),
+        kind=row["kind"],
+        created_at=from_micros(row["created_at"]),
+        created_by=row["created_by"],
     )

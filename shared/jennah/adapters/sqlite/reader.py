@@ -16,6 +16,7 @@ from jennah.domain.models import (
     GraphNode,
     MemoryRecord,
     MetadataFilter,
+    ScopeRecord,
     ScopeRef,
 )
 
@@ -246,3 +247,21 @@ def get_step(conn: Connection, scope: ScopeRef, step_id: str) -> ExecutionLogSte
         (*_scope(scope), step_id),
     ).fetchone()
     return None if row is None else codec.step_from_row(row)
+
+
+_SCOPE_COLUMNS = "enterprise_id, scope_id, kind, created_at, created_by"
+
+
+def get_scope(conn: Connection, scope: ScopeRef) -> ScopeRecord | None:
+    row = conn.execute(
+        f"SELECT {_SCOPE_COLUMNS} FROM scopes WHERE {_IN_SCOPE}", _scope(scope)
+    ).fetchone()
+    return None if row is None else codec.scope_record_from_row(row)
+
+
+def list_scopes(conn: Connection, enterprise_id: str) -> list[ScopeRecord]:
+    rows = conn.execute(
+        f"SELECT {_SCOPE_COLUMNS} FROM scopes WHERE enterprise_id = ? ORDER BY scope_id",
+        (enterprise_id,),
+    )
+    return [codec.scope_record_from_row(row) for row in rows]

@@ -15,13 +15,21 @@ so the two stores read alike. Differences that SQLite forces:
   every insert, update or delete of a memory record, and the record count. The
   in-process vector index (`vector_index.py`) compares generations to know
   whether another connection changed a scope.
+  A destroyed scope's row goes too; `generation_floor` keeps the highest
+  generation any destroyed scope reached, and a scope's first row starts above
+  it, so a recreated scope never repeats a generation an index may still hold.
 - `commit_clock` keeps commit timestamps strictly increasing across processes.
+- `scopes` is the scope registry (a scope's kind, creation time and creator).
 
-The schema version is `PRAGMA user_version`.
+`SCOPED_TABLES` names every table keyed by (enterprise_id, scope_id): destroying
+a scope deletes from each of them. The schema version is `PRAGMA user_version`;
+version 1 (no registry) is upgraded in place, its scopes registered as agent
+workspaces (the kind they were written under is not recorded).
 """
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING
 
 from jennah.errors import FailedPrecondition
@@ -29,7 +37,7 @@ from jennah.errors import FailedPrecondition
 if TYPE_CHECKING:
     from sqlite3 import Connection
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 EMBEDDING_BYTES = 384 * 4
 
 _TABLES = f"""
@@ -170,6 +178,20 @@ CREATE TABLE IF NOT EXISTS commit_clock (
   singleton INTEGER PRIMARY KEY CHECK (singleton = 1),
   last_commit_us INTEGER NOT NULL
 );
+
+CREATE TABLE IF NOT EXISTS generation_floor (
+  singleton INTEGER PRIMARY KEY CHECK (singleton = 1),
+  generation INTEGER NOT NULL
+);
+
+CREATE TABLE IF NOT EXISTS scopes (
+  enterprise_id TEXT NOT NULL,
+  scope_id TEXT NOT NULL,
+  kind TEXT NOT NULL,
+  created_at INTEGER NOT NULL,
+  created_by TEXT NOT NULL,
+  PRIMARY KEY (enterprise_id, scope_id)
+) WITHOUT ROWID;
 """
 
 # Keep the keyword index and the per-scope generation in step with every write.
@@ -178,7 +200,8 @@ CREATE TRIGGER IF NOT EXISTS memory_records_after_insert AFTER INSERT ON memory_
 BEGIN
   INSERT INTO memory_records_text (rowid, text) VALUES (NEW.row_id, NEW.text);
   INSERT INTO scope_generations (enterprise_id, scope_id, generation, record_count)
-    VALUES (NEW.enterprise_id, NEW.scope_id, 1, 1)
+    VALUES (NEW.enterprise_id, NEW.scope_id,
+            1 + coalesce((SELECT generation FROM generation_floor WHERE singleton = 1), 0), 1)
     ON CONFLICT (enterprise_id, scope_id) DO UPDATE
       SET generation = generation + 1, record_count = record_count + 1;
 END;
@@ -208,26 +231,71 @@ END;
 """
 
 
+# Every table keyed by (enterprise_id, scope_id) that destroying a scope empties,
+# the registry last. scope_generations is bookkeeping, handled apart.
+SCOPED_TABLES = (
+    "evidence",
+    "memory_links",
+    "memory_records",
+    "graph_nodes",
+    "graph_edges",
+    "execution_log_steps",
+    "formation_keys",
+    "scopes",
+)
+
+# Version 1 had no registry: every scope holding a row becomes an agent workspace,
+# created when its first row was.
+_REGISTER_VERSION_1_SCOPES = """
+INSERT OR IGNORE INTO scopes (enterprise_id, scope_id, kind, created_at, created_by)
+SELECT enterprise_id, scope_id, 'agent', min(created_at), '' FROM (
+  SELECT enterprise_id, scope_id, created_at FROM memory_records
+  UNION ALL SELECT enterprise_id, scope_id, recorded_at FROM evidence
+  UNION ALL SELECT enterprise_id, scope_id, created_at FROM memory_links
+  UNION ALL SELECT enterprise_id, scope_id, created_at FROM graph_nodes
+  UNION ALL SELECT enterprise_id, scope_id, created_at FROM graph_edges
+  UNION ALL SELECT enterprise_id, scope_id, created_at FROM execution_log_steps
+  UNION ALL SELECT enterprise_id, scope_id, committed_at FROM formation_keys
+) GROUP BY enterprise_id, scope_id
+"""
+
+
 def ensure_schema(conn: Connection) -> None:
-    """Create the schema if the file is new; refuse a file from a newer version."""
-    version = int(conn.execute("PRAGMA user_version").fetchone()[0])
-    if version == SCHEMA_VERSION:
+    """Create the schema if the file is new, upgrade an older one; refuse a newer one."""
+    if _version(conn) == SCHEMA_VERSION:
         return
-    if version > SCHEMA_VERSION:
-        raise FailedPrecondition(
-            f"the memory store file has schema version {version}; this build reads "
-            f"version {SCHEMA_VERSION} and older",
-            reason="SCHEMA_TOO_NEW",
-        )
     conn.execute("BEGIN IMMEDIATE")
     try:
-        for statement in _statements(_TABLES) + _triggers():
-            conn.execute(statement)
-        conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+        version = _version(conn)  # again: another process may have upgraded meanwhile
+        if version > SCHEMA_VERSION:
+            raise FailedPrecondition(
+                f"the memory store file has schema version {version}; this build reads "
+                f"version {SCHEMA_VERSION} and older",
+                reason="SCHEMA_TOO_NEW",
+            )
+        if version < SCHEMA_VERSION:
+            _create(conn, version)
         conn.execute("COMMIT")
     except BaseException:
         conn.execute("ROLLBACK")
         raise
+
+
+def _version(conn: Connection) -> int:
+    return int(conn.execute("PRAGMA user_version").fetchone()[0])
+
+
+def _create(conn: Connection, version: int) -> None:
+    """Create what is missing and (re)create the triggers; register version-1 scopes."""
+    for statement in _statements(_TABLES):
+        conn.execute(statement)
+    for name in re.findall(r"CREATE TRIGGER IF NOT EXISTS (\w+)", _TRIGGERS):
+        conn.execute(f"DROP TRIGGER IF EXISTS {name}")
+    for statement in _triggers():
+        conn.execute(statement)
+    if version == 1:
+        conn.execute(_REGISTER_VERSION_1_SCOPES)
+    conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
 
 
 def _statements(text: str) -> list[str]:

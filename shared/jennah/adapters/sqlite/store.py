@@ -5,6 +5,10 @@ process and by BEGIN IMMEDIATE across processes; a whole CommitPlan is one
 transaction. Reads use pooled connections (WAL: readers never block the
 writer). Semantic search runs on an exact in-process numpy index per scope,
 see `vector_index.py` for why and how it stays coherent.
+
+The scope registry is the `scopes` table, written by the commit that first
+writes a scope. Destroying a scope deletes from every table of
+`schema.SCOPED_TABLES` in one transaction and drops the scope's index.
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from jennah.adapters.sqlite import codec, reader
+from jennah.adapters.sqlite import codec, reader, writer
 from jennah.adapters.sqlite.connection import (
     ConnectionPool,
     IntegrityError,
@@ -25,7 +29,7 @@ from jennah.adapters.sqlite.connection import (
 )
 from jennah.adapters.sqlite.schema import ensure_schema
 from jennah.adapters.sqlite.vector_index import IndexCache, IndexEntry, ScopeIndex
-from jennah.adapters.sqlite.writer import write_plan
+from jennah.domain import rules
 from jennah.domain.models import (
     CommitPlan,
     CommitResult,
@@ -35,6 +39,7 @@ from jennah.domain.models import (
     GraphNode,
     MemoryRecord,
     MetadataFilter,
+    ScopeRecord,
     ScopeRef,
     ScoredRecord,
 )
@@ -85,9 +90,10 @@ class SqliteStore:
 
     def apply(self, plan: CommitPlan) -> CommitResult:
         """Write the whole plan in ONE transaction, or nothing (see MemoryStore)."""
+        rules.check_registration(plan)
         with self._write_lock, self._transaction() as conn:
             before, _ = reader.scope_generation(conn, plan.scope)
-            result = write_plan(conn, plan, self._commit_micros(conn))
+            result = writer.write_plan(conn, plan, self._commit_micros(conn))
             after, _ = reader.scope_generation(conn, plan.scope)
             entries: list[IndexEntry] | None = None  # None: not read back, drop the index
             if after != before and self._index_is_at(plan.scope, before):
@@ -97,6 +103,16 @@ class SqliteStore:
                 conn.execute("COMMIT")
                 self._indexes.after_commit(plan.scope, before, after, entries)
         return result
+
+    def destroy_scope(self, scope: ScopeRef) -> int:
+        """Erase the scope's registration and every row of it in one transaction;
+        returns the rows erased. The scope's in-process vector index goes with it."""
+        with self._write_lock, self._transaction() as conn:
+            erased = writer.destroy_scope(conn, scope)
+            with self._index_lock:
+                conn.execute("COMMIT")
+                self._indexes.drop(scope)
+        return erased
 
     @contextmanager
     def _transaction(self) -> Iterator[Connection]:
@@ -242,3 +258,15 @@ class SqliteStore:
     def get_step(self, scope: ScopeRef, step_id: str) -> ExecutionLogStep | None:
         with self._pool.connection() as conn:
             return reader.get_step(conn, scope, step_id)
+
+    # -- the scope registry -----------------------------------------------------
+
+    def get_scope(self, scope: ScopeRef) -> ScopeRecord | None:
+        """The scope's registration, or None when never written or destroyed."""
+        with self._pool.connection() as conn:
+            return reader.get_scope(conn, scope)
+
+    def list_scopes(self, enterprise_id: str) -> list[ScopeRecord]:
+        """Every registered scope of the enterprise, by scope id."""
+        with self._pool.connection() as conn:
+            return reader.list_scopes(conn, enterprise_id)

@@ -1,4 +1,4 @@
-"""Writing one CommitPlan inside an open SQLite transaction.
+"""Writing one CommitPlan, or destroying one scope, inside an open SQLite transaction.
 
 The caller owns the transaction (BEGIN IMMEDIATE … COMMIT / ROLLBACK); every
 function here only issues statements, so any exception leaves nothing behind.
@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from jennah.adapters.sqlite import codec
+from jennah.adapters.sqlite.schema import SCOPED_TABLES
 from jennah.domain import rules
 from jennah.domain.models import Closure, CommitPlan, CommitResult, ScopeRef
 from jennah.errors import Aborted, NotFound
@@ -76,6 +77,20 @@ ON CONFLICT (enterprise_id, scope_id, id, ref) DO UPDATE SET
   quote = excluded.quote, recorded_at = excluded.recorded_at
 """
 
+# A scope registers once: a later registration leaves the first one as it is.
+_REGISTER_SCOPE = """
+INSERT INTO scopes (enterprise_id, scope_id, kind, created_at, created_by)
+VALUES (?, ?, ?, ?, ?)
+ON CONFLICT (enterprise_id, scope_id) DO NOTHING
+"""
+
+# Remember the destroyed scope's generation, so a recreated scope starts above it.
+_RAISE_GENERATION_FLOOR = """
+INSERT INTO generation_floor (singleton, generation)
+SELECT 1, generation FROM scope_generations WHERE enterprise_id = ? AND scope_id = ?
+ON CONFLICT (singleton) DO UPDATE SET generation = max(generation, excluded.generation)
+"""
+
 _INSERT_LINK = """
 INSERT INTO memory_links (enterprise_id, scope_id, source_id, target_id, created_at)
 VALUES (:enterprise_id, :scope_id, :source_id, :target_id, :now)
@@ -86,6 +101,7 @@ ON CONFLICT (enterprise_id, scope_id, source_id, target_id) DO NOTHING
 def write_plan(conn: Connection, plan: CommitPlan, commit_us: int) -> CommitResult:
     """Issue every statement of `plan`; closures run last, against the written rows."""
     scope = plan.scope
+    _register(conn, plan, commit_us)
     _write_chunks(conn, plan, commit_us)
     _write_nodes(conn, plan, commit_us)
     _write_edges(conn, plan, commit_us)
@@ -106,6 +122,32 @@ def write_plan(conn: Connection, plan: CommitPlan, commit_us: int) -> CommitResu
         chunk_supersessions=chunk_closures,
         edge_supersessions=edge_closures,
     )
+
+
+def destroy_scope(conn: Connection, scope: ScopeRef) -> int:
+    """Delete every row of the scope, registration included; returns the rows deleted.
+
+    The triggers on memory_records drop the deleted rows from the keyword index.
+    """
+    key = (scope.enterprise_id, scope.scope_id)
+    erased = 0
+    for table in SCOPED_TABLES:
+        cursor = conn.execute(f"DELETE FROM {table} WHERE enterprise_id = ? AND scope_id = ?", key)
+        erased += cursor.rowcount
+    conn.execute(_RAISE_GENERATION_FLOOR, key)
+    conn.execute("DELETE FROM scope_generations WHERE enterprise_id = ? AND scope_id = ?", key)
+    return erased
+
+
+def _register(conn: Connection, plan: CommitPlan, commit_us: int) -> None:
+    """Register the scope at the commit time unless it is registered already."""
+    record = plan.registration
+    if record is not None:
+        scope = plan.scope
+        conn.execute(
+            _REGISTER_SCOPE,
+            (scope.enterprise_id, scope.scope_id, record.kind, commit_us, record.created_by),
+        )
 
 
 def _keys(scope: ScopeRef, commit_us: int) -> dict[str, Any]:
