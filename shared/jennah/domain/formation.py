@@ -1,0 +1,220 @@
+"""memory:form's domain: turns, their rendering, candidates, decisions and the receipt.
+
+Pure rules, no I/O. The formation service (`jennah.services.formation`) runs the
+pipeline; this module holds what can be decided without a store or a model.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import re
+from datetime import datetime
+from enum import StrEnum
+
+from pydantic import BaseModel, Field
+
+MAX_TURNS = 200
+MAX_CANDIDATES = 64
+MAX_FORMATION_KEY_LENGTH = 256
+PLATFORM_PREFIX = "jennah."
+SOURCE_STEP = "jennah.source_step"
+SOURCE_TURNS = "jennah.source_turns"
+TURN_OFFSETS = "jennah.turn_offsets"
+
+# Formation units: max(1, ceil(input / 16,384), ceil(output / 8,192)).
+INPUT_TOKENS_PER_UNIT = 16_384
+OUTPUT_TOKENS_PER_UNIT = 8_192
+
+
+class TurnRole(StrEnum):
+    USER = "TURN_ROLE_USER"
+    ASSISTANT = "TURN_ROLE_ASSISTANT"
+    TOOL_CALL = "TURN_ROLE_TOOL_CALL"
+    TOOL_RESULT = "TURN_ROLE_TOOL_RESULT"
+
+
+ROLE_LABELS: dict[TurnRole, str] = {
+    TurnRole.USER: "user",
+    TurnRole.ASSISTANT: "assistant",
+    TurnRole.TOOL_CALL: "tool call",
+    TurnRole.TOOL_RESULT: "tool result",
+}
+
+
+class Turn(BaseModel):
+    role: TurnRole
+    content: str
+
+
+class CandidateKind(StrEnum):
+    FACT = "CANDIDATE_KIND_FACT"
+    RELATIONSHIP = "CANDIDATE_KIND_RELATIONSHIP"
+
+
+class Decision(StrEnum):
+    NEW = "MEMORY_DECISION_NEW"
+    REVISED = "MEMORY_DECISION_REVISED"
+    KNOWN = "MEMORY_DECISION_KNOWN"
+    REJECTED = "MEMORY_DECISION_REJECTED"
+
+
+class RenderedConversation(BaseModel):
+    """The execution-log text of a formation and where each turn begins in it."""
+
+    tool_input: str
+    offsets: list[int]  # UTF-8 byte offset of each rendered turn in tool_input
+
+    @property
+    def step_id(self) -> str:
+        """Content-derived: forming the same conversation again names the same step."""
+        return "frm_" + hashlib.sha256(self.tool_input.encode("utf-8")).hexdigest()[:32]
+
+    def turn_text(self, index: int) -> str:
+        """Turn `index` sliced by byte offsets (never by parsing headers)."""
+        data = self.tool_input.encode("utf-8")
+        end = self.offsets[index + 1] if index + 1 < len(self.offsets) else len(data)
+        return data[self.offsets[index] : end].decode("utf-8")
+
+
+def render(turns: list[Turn], clock: datetime) -> RenderedConversation:
+    """Number every turn and stamp the clock, so relative dates can become absolute.
+
+    The header states when the conversation took place (observedAt, or the
+    receipt time); each turn starts with `[turn N] role:` on its own line.
+    """
+    header = f"Conversation observed at {clock.isoformat()} ({clock.strftime('%A')})\n"
+    parts = [header]
+    offsets: list[int] = []
+    size = len(header.encode("utf-8"))
+    for index, turn in enumerate(turns):
+        text = f"[turn {index}] {ROLE_LABELS[turn.role]}:\n{turn.content}\n"
+        offsets.append(size)
+        size += len(text.encode("utf-8"))
+        parts.append(text)
+    return RenderedConversation(tool_input="".join(parts), offsets=offsets)
+
+
+def fingerprint(turns: list[Turn], observed_at: datetime | None) -> str:
+    """The request fingerprint a formationKey is bound to: turns and observedAt."""
+    payload = {
+        "turns": [[t.role.value, t.content] for t in turns],
+        "observedAt": observed_at.isoformat() if observed_at else None,
+    }
+    encoded = json.dumps(payload, sort_keys=True, ensure_ascii=False).encode("utf-8")
+    return hashlib.sha256(encoded).hexdigest()
+
+
+def formation_units(input_tokens: int, output_tokens: int) -> int:
+    return max(
+        1,
+        math.ceil(input_tokens / INPUT_TOKENS_PER_UNIT),
+        math.ceil(output_tokens / OUTPUT_TOKENS_PER_UNIT),
+    )
+
+
+# Structure: markdown pipe tables and fenced code blocks.
+
+_FENCE = re.compile(r"^(```|~~~)[^\n]*\n.*?^\1[ \t]*$", re.MULTILINE | re.DOTALL)
+_TABLE_ROW = re.compile(r"^[ \t]*\|.*\|[ \t]*$")
+_TABLE_RULE = re.compile(r"^[ \t]*\|?[ \t]*:?-{3,}:?[ \t]*(\|[ \t]*:?-{3,}:?[ \t]*)*\|?[ \t]*$")
+
+
+class StructureKind(StrEnum):
+    TABLE = "table"
+    CODE = "code block"
+
+
+class Structure(BaseModel):
+    kind: StructureKind
+    text: str
+
+
+def detect_structures(content: str) -> list[Structure]:
+    """Fenced code blocks, then pipe tables (a header row, a rule row, body rows) outside them."""
+    found = [Structure(kind=StructureKind.CODE, text=m.group(0)) for m in _FENCE.finditer(content)]
+    outside = _FENCE.sub("", content)
+    lines = outside.split("\n")
+    i = 0
+    while i < len(lines) - 1:
+        if _TABLE_ROW.match(lines[i]) and _TABLE_RULE.match(lines[i + 1]):
+            j = i + 2
+            while j < len(lines) and _TABLE_ROW.match(lines[j]):
+                j += 1
+            found.append(Structure(kind=StructureKind.TABLE, text="\n".join(lines[i:j])))
+            i = j
+        else:
+            i += 1
+    return found
+
+
+def preserves_structure(text: str, structures: list[Structure]) -> bool:
+    """True only when the fact keeps one recognized structure of its turns verbatim."""
+    return any(s.text.strip() and s.text.strip() in text for s in structures)
+
+
+class SummarizedStructures(BaseModel):
+    turn_index: int
+    description: str  # e.g. "1 table", "2 code blocks", "1 table, 1 code block"
+    summarized_count: int
+
+
+def describe(structures: list[Structure]) -> str:
+    parts = []
+    for kind in StructureKind:
+        n = sum(1 for s in structures if s.kind is kind)
+        if n:
+            parts.append(f"{n} {kind.value}{'' if n == 1 else 's'}")
+    return ", ".join(parts)
+
+
+# Candidates.
+
+
+class EntityRef(BaseModel):
+    name: str
+    entity_class: str | None = None
+
+
+class ExtractedCandidate(BaseModel):
+    """One candidate as extraction proposed it (before verification in code)."""
+
+    kind: CandidateKind
+    text: str
+    memory_type: str = "fact"
+    turns: list[int] = Field(default_factory=list)
+    quote: str = ""
+    attributes: dict[str, str] = Field(default_factory=dict)
+    # relationships only
+    subject: EntityRef | None = None
+    relation: str | None = None
+    object: EntityRef | None = None
+
+
+class CandidateOutcome(BaseModel):
+    """One row of the receipt's `candidates`."""
+
+    candidate_id: str
+    kind: CandidateKind
+    text: str
+    decision: Decision
+    matched_id: str | None = None
+    rejection_reason: str | None = None
+    preserves_structure: bool = False
+
+
+class FormationReceipt(BaseModel):
+    commit_timestamp: datetime | None = None
+    candidates: list[CandidateOutcome] = Field(default_factory=list)
+    chunk_supersessions: int = 0
+    edge_supersessions: int = 0
+    summarized_structures: list[SummarizedStructures] = Field(default_factory=list)
+    candidates_dropped: int = 0
+    candidate_cap: int = MAX_CANDIDATES
+    execution_log_rows: int = 0
+    formation_units: int = 1
+    input_tokens: int = 0
+    output_tokens: int = 0
+    replay: bool = False
+    formation_key: str | None = None

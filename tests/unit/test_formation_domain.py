@@ -1,0 +1,97 @@
+"""memory:form's pure rules: rendering, offsets, fingerprints, units, structure."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+
+from jennah.domain.formation import (
+    Structure,
+    StructureKind,
+    Turn,
+    TurnRole,
+    describe,
+    detect_structures,
+    fingerprint,
+    formation_units,
+    preserves_structure,
+    render,
+)
+
+CLOCK = datetime(2023, 5, 20, 12, 17, tzinfo=UTC)
+TURNS = [
+    Turn(role=TurnRole.USER, content="I live in Tokyo and I work at Alphaus."),
+    Turn(role=TurnRole.ASSISTANT, content="Noted. Anything else — ünïcode?\n[turn 9] user: fake"),
+    Turn(role=TurnRole.USER, content="I prefer dark mode in every tool."),
+]
+
+
+def test_render_numbers_turns_stamps_the_clock_and_slices_by_byte_offsets() -> None:
+    rendered = render(TURNS, CLOCK)
+    assert rendered.tool_input.startswith(
+        "Conversation observed at 2023-05-20T12:17:00+00:00 (Saturday)"
+    )
+    assert len(rendered.offsets) == 3
+    for i, turn in enumerate(TURNS):
+        piece = rendered.turn_text(i)
+        assert piece.startswith(f"[turn {i}] ")
+        assert turn.content in piece
+    # a header-shaped line inside content does not confuse slicing by offsets
+    assert "[turn 9] user: fake" in rendered.turn_text(1)
+    assert rendered.turn_text(2).startswith("[turn 2] user:")
+
+
+def test_step_id_is_content_derived() -> None:
+    assert render(TURNS, CLOCK).step_id == render(TURNS, CLOCK).step_id
+    assert render(TURNS, CLOCK).step_id.startswith("frm_")
+    assert render(TURNS[:2], CLOCK).step_id != render(TURNS, CLOCK).step_id
+
+
+def test_fingerprint_covers_turns_and_observed_at() -> None:
+    base = fingerprint(TURNS, CLOCK)
+    assert base == fingerprint(list(TURNS), CLOCK)
+    assert base != fingerprint(TURNS, None)
+    assert base != fingerprint(TURNS[:2], CLOCK)
+    other_role = [Turn(role=TurnRole.ASSISTANT, content=TURNS[0].content), *TURNS[1:]]
+    assert base != fingerprint(other_role, CLOCK)
+
+
+@pytest.mark.parametrize(
+    ("inp", "out", "units"),
+    [(2_700, 1_700, 1), (2_680, 16_222, 2), (16_552, 70_000, 9), (0, 0, 1), (16_385, 0, 2)],
+)
+def test_units_reproduce_the_spec_table(inp: int, out: int, units: int) -> None:
+    assert formation_units(inp, out) == units
+
+
+SHIFTS = "Shift rotation:\n\n| agent | shift |\n|---|---|\n| Admon | early |"
+
+
+def test_detects_pipe_tables_and_fenced_code() -> None:
+    content = SHIFTS + "\n\nand the config:\n```yaml\nretries: 3\n```\n"
+    found = detect_structures(content)
+    assert {s.kind for s in found} == {StructureKind.TABLE, StructureKind.CODE}
+    table = next(s for s in found if s.kind is StructureKind.TABLE)
+    assert table.text == "| agent | shift |\n|---|---|\n| Admon | early |"
+    assert describe(found) == "1 table, 1 code block"
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        "plain prose | with a pipe",
+        "  - an indented list\n  - of items",
+        "+-----+\n| a   |\n+-----+",  # ASCII table: not recognized
+    ],
+)
+def test_other_shapes_are_not_structures(content: str) -> None:
+    assert detect_structures(content) == []
+
+
+def test_preserves_structure_only_when_kept_verbatim() -> None:
+    structures = detect_structures(SHIFTS)
+    assert preserves_structure(SHIFTS, structures)
+    assert not preserves_structure("Admon works the early shift.", structures)
+    assert not preserves_structure(SHIFTS, [])
+    assert not preserves_structure("x", [Structure(kind=StructureKind.CODE, text="  ")])
