@@ -17,7 +17,9 @@ class Settings(BaseSettings):
     # control documents (enterprises, users, API keys, role bindings; later
     # vocabularies, operations): Firestore in production, the SQLite file locally
     control: Literal["sqlite", "firestore"] = "sqlite"
-    embedder: Literal["minilm", "hashing"] = "minilm"
+    embedder: Literal["minilm", "hashing", "vertex"] = "minilm"
+    # the formation model: "rules" (offline, deterministic) unless Vertex AI is configured
+    formation_model: Literal["rules", "vertex"] = "rules"
 
     # embedded default
     data_dir: Path = Path.home() / ".jennah"
@@ -37,6 +39,15 @@ class Settings(BaseSettings):
     # Google-signed ID tokens (production users): the audience they must carry.
     # Unset: only API keys and development user credentials are accepted.
     oidc_audience: str | None = None
+
+    # Vertex AI (Gemini for formation, text embeddings); base_url points at a stand-in
+    vertex_project: str | None = None
+    vertex_location: str = "us-central1"
+    vertex_model: str = "gemini-2.5-flash"
+    vertex_base_url: str | None = None
+    vertex_embedding_model: str = "text-embedding-005"
+    model_call_timeout_seconds: float = 30.0
+    embedding_timeout_seconds: float = 30.0
 
     # the CLI's server
     endpoint: str = "http://127.0.0.1:8080"
