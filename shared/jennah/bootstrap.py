@@ -9,12 +9,31 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Protocol, runtime_checkable
 
-from jennah.auth import Authenticator, TokenAuthenticator, ensure_local_credentials
+from jennah.auth import (
+    LOCAL_ENTERPRISE_ID,
+    ROOT_PRINCIPAL,
+    LocalCredentials,
+    credentials_path,
+    read_local_credentials,
+    write_local_credentials,
+)
+from jennah.domain.access import User
+from jennah.errors import AlreadyExists, JennahError
 from jennah.ports.embedder import Embedder
+from jennah.ports.identity import IdentityStore
 from jennah.ports.store import MemoryStore
+from jennah.services.access import (
+    Access,
+    IdTokenVerifier,
+    create_enterprise,
+    hash_secret,
+    new_secret,
+    user_token,
+)
 from jennah.settings import Settings, get_settings
 
 
@@ -33,7 +52,8 @@ def utc_now() -> datetime:
 
 
 class Container:
-    """The store, embedder and authenticator for one process, each built lazily once.
+    """The store, identity store, embedder and access checks of one process, each
+    built lazily once.
 
     Tests pass ready-made fakes; anything not passed is built from `settings`.
     """
@@ -43,16 +63,19 @@ class Container:
         settings: Settings,
         *,
         store: MemoryStore | None = None,
+        identity: IdentityStore | None = None,
         embedder: Embedder | None = None,
-        authenticator: Authenticator | None = None,
+        verifier: IdTokenVerifier | None = None,
         now: Callable[[], datetime] = utc_now,
     ) -> None:
         self.settings = settings
         self.now = now
         self._store = store
+        self._identity = identity
         self._embedder = embedder
-        self._authenticator = authenticator
-        self._lock = threading.Lock()
+        self._verifier = verifier
+        self._access: Access | None = None
+        self._lock = threading.RLock()
 
     @property
     def store(self) -> MemoryStore:
@@ -62,6 +85,13 @@ class Container:
             return self._store
 
     @property
+    def identity(self) -> IdentityStore:
+        with self._lock:
+            if self._identity is None:
+                self._identity = build_identity(self.settings)
+            return self._identity
+
+    @property
     def embedder(self) -> Embedder:
         with self._lock:
             if self._embedder is None:
@@ -69,23 +99,24 @@ class Container:
             return self._embedder
 
     @property
-    def authenticator(self) -> Authenticator:
+    def access(self) -> Access:
         with self._lock:
-            if self._authenticator is None:
-                self._authenticator = build_authenticator(self.settings)
-            return self._authenticator
+            if self._access is None:
+                verifier = self._verifier or build_verifier(self.settings)
+                self._access = Access(self.identity, self.store, self.now, verifier)
+            return self._access
 
     def warm(self) -> None:
         """Build everything now and load the embedding model (for `jnh serve`)."""
-        _ = self.authenticator, self.store
+        _ = self.access
         embedder = self.embedder
         if isinstance(embedder, _Loadable):
             embedder.load()
 
     def close(self) -> None:
-        store = self._store
-        if isinstance(store, _Closable):
-            store.close()
+        for adapter in (self._store, self._identity):
+            if isinstance(adapter, _Closable):
+                adapter.close()
 
 
 def build_store(settings: Settings) -> MemoryStore:
@@ -108,6 +139,24 @@ def _spanner_store(settings: Settings) -> MemoryStore:
     return SpannerStore(database, timeout_seconds=settings.spanner_timeout_seconds)
 
 
+def build_identity(settings: Settings) -> IdentityStore:
+    """Control documents: Firestore in production, the memory store's SQLite file locally."""
+    if settings.control == "firestore":
+        from google.cloud import firestore
+
+        from jennah.adapters.firestore.identity import FirestoreIdentityStore
+
+        # FIRESTORE_EMULATOR_HOST, when set, points this client at the emulator.
+        client: Any = firestore.Client(
+            project=settings.firestore_project, database=settings.firestore_database
+        )
+        return FirestoreIdentityStore(client)
+    from jennah.adapters.sqlite.identity import SqliteIdentityStore
+
+    settings.data_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+    return SqliteIdentityStore(settings.data_dir / "memory.db")
+
+
 def build_embedder(settings: Settings) -> Embedder:
     if settings.embedder == "hashing":
         from jennah.adapters.embedding.hashing import HashingEmbedder
@@ -118,8 +167,81 @@ def build_embedder(settings: Settings) -> Embedder:
     return MiniLMEmbedder(cache_dir=settings.model_cache_dir)
 
 
-def build_authenticator(settings: Settings) -> Authenticator:
-    return TokenAuthenticator.from_credentials(ensure_local_credentials(settings.data_dir))
+def build_verifier(settings: Settings) -> IdTokenVerifier | None:
+    """Google ID tokens are accepted only when an audience is configured."""
+    if settings.oidc_audience is None:
+        return None
+    from jennah.adapters.google_id_token import GoogleIdTokenVerifier
+
+    return GoogleIdTokenVerifier(settings.oidc_audience)
+
+
+@dataclass(frozen=True)
+class LocalRoot:
+    """The local root credential, and what `ensure_local_root` had to do to have it."""
+
+    credentials: LocalCredentials
+    created_enterprise: bool = False
+    rotated: bool = False
+
+
+def ensure_local_root(container: Container) -> LocalRoot:
+    """Make `<data_dir>/credentials.json` hold a working root credential of the local
+    enterprise: the first start creates the enterprise and its root user; later starts
+    reuse the file; a missing or stale file gets a new root credential."""
+    data_dir = container.settings.data_dir
+    identity = container.identity
+    existing = _readable_credentials(container)
+    enterprise = identity.get_enterprise(LOCAL_ENTERPRISE_ID)
+    if existing is not None and enterprise is not None and _works(container, existing):
+        return LocalRoot(existing)
+    if enterprise is None:
+        try:
+            token = create_enterprise(
+                identity, LOCAL_ENTERPRISE_ID, ROOT_PRINCIPAL, container.now()
+            )
+        except AlreadyExists:  # another process created it first: take a credential of our own
+            token = _rotate_root(identity, container.now())
+            created = False
+        else:
+            created = True
+    else:
+        token, created = _rotate_root(identity, container.now()), False
+    credentials = LocalCredentials(token=token)
+    write_local_credentials(data_dir, credentials)
+    return LocalRoot(credentials, created_enterprise=created, rotated=not created)
+
+
+def _readable_credentials(container: Container) -> LocalCredentials | None:
+    if not credentials_path(container.settings.data_dir).exists():
+        return None
+    try:
+        return read_local_credentials(container.settings.data_dir)
+    except JennahError:
+        return None
+
+
+def _works(container: Container, credentials: LocalCredentials) -> bool:
+    try:
+        caller = container.access.authenticate(f"Bearer {credentials.token}")
+    except JennahError:
+        return False
+    return (caller.enterprise_id, caller.principal) == (LOCAL_ENTERPRISE_ID, ROOT_PRINCIPAL)
+
+
+def _rotate_root(identity: IdentityStore, now: datetime) -> str:
+    """A new development credential for the local root user (its bindings stay as they are)."""
+    secret = new_secret()
+    known = identity.get_user(ROOT_PRINCIPAL)
+    identity.put_user(
+        User(
+            enterprise_id=LOCAL_ENTERPRISE_ID,
+            principal=ROOT_PRINCIPAL,
+            token_hash=hash_secret(secret),
+            created_at=known.created_at if known is not None else now,
+        )
+    )
+    return user_token(ROOT_PRINCIPAL, secret)
 
 
 _process_container: Container | None = None

@@ -7,20 +7,14 @@ credentials, CLI) is what a user runs.
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import socket
 import stat
-import subprocess
-import sys
-import time
-from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
+
+from tests.e2e.conftest import Server, free_port
 
 pytestmark = pytest.mark.slow
 
@@ -42,95 +36,6 @@ edges:
 """
 
 
-def _jnh() -> list[str]:
-    script = Path(sys.executable).with_name("jnh")
-    if script.exists():
-        return [str(script)]
-    found = shutil.which("jnh")
-    return [found] if found else [sys.executable, "-m", "jennah.cli"]
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
-@dataclass
-class Server:
-    endpoint: str
-    data_dir: Path
-    workdir: Path
-
-    def env(self, **extra: str) -> dict[str, str]:
-        env = {k: v for k, v in os.environ.items() if not k.startswith("JENNAH_")}
-        return (
-            env | {"JENNAH_ENDPOINT": self.endpoint, "JENNAH_DATA_DIR": str(self.data_dir)} | extra
-        )
-
-    def jnh(self, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [*_jnh(), *args], input=stdin, capture_output=True, text=True, timeout=60,
-            env=self.env(), cwd=self.workdir,
-        )  # fmt: skip
-
-    def ok(self, *args: str, stdin: str | None = None) -> str:
-        done = self.jnh(*args, stdin=stdin)
-        assert done.returncode == 0, (args, done.stdout, done.stderr)
-        return done.stdout
-
-    def json(self, *args: str, stdin: str | None = None) -> Any:
-        return json.loads(self.ok(*args, "-o", "json", stdin=stdin))
-
-    def file(self, name: str, content: str) -> str:
-        path = self.workdir / name
-        path.write_text(content, encoding="utf-8")
-        return str(path)
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    workdir = tmp_path_factory.mktemp("e2e")
-    port = _free_port()
-    srv = Server(f"http://127.0.0.1:{port}", workdir / "data", workdir)
-    log = (workdir / "serve.log").open("w")
-    process = subprocess.Popen(
-        [*_jnh(), "serve", "--host", "127.0.0.1", "--port", str(port), "--data-dir",
-         str(srv.data_dir)],
-        env=srv.env(JENNAH_EMBEDDER="hashing", JENNAH_STORE="sqlite"),
-        stdout=subprocess.PIPE, stderr=log, text=True,
-    )  # fmt: skip
-    try:
-        _wait_until_listening(process, port)
-        assert process.stdout is not None
-        banner = process.stdout.readline()
-        assert f"listening on {srv.endpoint}" in banner
-        yield srv
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-        log.close()
-    assert process.returncode in (0, -15), (workdir / "serve.log").read_text()
-
-
-def _wait_until_listening(process: subprocess.Popen[str], port: int) -> None:
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise AssertionError(f"jnh serve exited with {process.returncode}")
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-            return
-        except OSError:
-            time.sleep(0.1)
-    raise AssertionError("jnh serve did not start listening within 30 s")
-
-
 @pytest.fixture(scope="module")
 def seeded(server: Server) -> dict[str, Any]:
     seed = server.file("seed.yaml", SEED)
@@ -141,8 +46,12 @@ def seeded(server: Server) -> dict[str, Any]:
 def test_print_token_prints_the_credentials_files_token(server: Server) -> None:
     token = server.ok("auth", "print-token").strip()
     path = server.data_dir / "credentials.json"
-    assert json.loads(path.read_text())["token"] == token
+    assert json.loads(path.read_text()) == {
+        "enterprise_id": "local", "principal": "user:root", "token": token,
+    }  # fmt: skip
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert token.startswith("ju_")
+    assert any("user:root of enterprise 'local': created now" in x for x in server.banner)
 
 
 def test_commit_from_a_yaml_file(seeded: dict[str, Any]) -> None:
@@ -157,8 +66,9 @@ def test_query_by_text(server: Server, seeded: dict[str, Any]) -> None:
     body = server.json("scopes", "memory", "query", "team", "--text", "green tea", "--top-k", "1")
     (best,) = body["semantic"]["results"]
     assert best["text"] == "Carol drinks green tea every morning"
-    table = server.ok("agents", "memory", "query", "team", "--text", "green tea", "-k", "1")
-    assert "Carol drinks green tea" in table  # the agents form reaches the same scope
+    missing = server.jnh("agents", "memory", "query", "team", "--text", "green tea")
+    assert missing.returncode == 4  # a subject scope is no agent workspace
+    assert "agent workspace 'team' was not found" in missing.stderr
 
 
 def test_query_by_filter(server: Server, seeded: dict[str, Any]) -> None:
@@ -255,5 +165,5 @@ def test_exit_codes(server: Server) -> None:
     usage = server.jnh("scopes", "memory", "query", "team")
     assert usage.returncode == 2
     nowhere = server.jnh("scopes", "memory", "inspect", "team", "--endpoint",
-                         f"http://127.0.0.1:{_free_port()}")  # fmt: skip
+                         f"http://127.0.0.1:{free_port()}")  # fmt: skip
     assert nowhere.returncode == 10 and "cannot connect" in nowhere.stderr

@@ -1,8 +1,10 @@
-"""In-memory fakes for API-level tests: a MemoryStore, and a harness around the Flask app.
+"""In-memory fakes for API-level tests: a MemoryStore, an IdentityStore, and a harness
+around the Flask app.
 
 FakeStore follows the store contract (validity, filters, closures, assign-once
-node classes, scope confinement) closely enough to drive the HTTP layer; the
-real adapters are proven by the contract suite, not by this fake.
+node classes, scope confinement, the scope registry) closely enough to drive
+the HTTP layer; FakeIdentityStore follows the identity port. The real adapters
+are proven by the contract suites, not by these fakes.
 """
 
 from __future__ import annotations
@@ -16,13 +18,14 @@ from pathlib import Path
 from typing import Any
 
 import flask
+from pydantic import BaseModel
 
 from jennah.adapters.embedding.hashing import HashingEmbedder
 from jennah.api.app import create_app
 from jennah.api.routes import ALL_ROUTES, Route
-from jennah.auth import LocalCredentials, TokenAuthenticator
 from jennah.bootstrap import Container
 from jennah.domain import rules
+from jennah.domain.access import ApiKey, Enterprise, Role, RoleBinding, User
 from jennah.domain.models import (
     CommitPlan,
     CommitResult,
@@ -32,15 +35,19 @@ from jennah.domain.models import (
     GraphNode,
     MemoryRecord,
     MetadataFilter,
+    ScopeRecord,
     ScopeRef,
     ScoredRecord,
     Status,
 )
-from jennah.errors import NotFound
+from jennah.errors import AlreadyExists, NotFound
+from jennah.services.access import IdTokenVerifier, hash_secret, user_token
 from jennah.settings import Settings
 
-TOKEN = "test-token-0123456789"
 ENTERPRISE = "local"
+ROOT = "user:root"
+ROOT_SECRET = "0123456789abcdef" * 4
+TOKEN = user_token(ROOT, ROOT_SECRET)  # the local root's development credential
 
 
 @dataclass
@@ -49,6 +56,11 @@ class _Tables:
     nodes: dict[tuple[ScopeRef, str], GraphNode] = field(default_factory=dict)
     edges: dict[tuple[ScopeRef, str], GraphEdge] = field(default_factory=dict)
     steps: dict[tuple[ScopeRef, str], ExecutionLogStep] = field(default_factory=dict)
+    scopes: dict[ScopeRef, ScopeRecord] = field(default_factory=dict)
+
+    def scoped(self) -> list[dict[Any, Any]]:
+        """The tables whose keys start with the scope."""
+        return [self.chunks, self.nodes, self.edges, self.steps]
 
 
 class FakeStore:
@@ -70,6 +82,10 @@ class FakeStore:
                 raise failure
             staged = copy.deepcopy(self._tables)
             stamp = self._commit_timestamp()
+            if plan.registration is not None and plan.scope not in staged.scopes:
+                registered = plan.registration.model_copy(update={"scope": plan.scope})
+                registered.created_at = registered.created_at or stamp
+                staged.scopes[plan.scope] = registered
             self._write(staged, plan, stamp)
             chunk_closed = self._close(staged.chunks, plan.scope, plan.chunk_closures)
             edge_closed = self._close(staged.edges, plan.scope, plan.edge_closures)
@@ -209,6 +225,39 @@ class FakeStore:
     def get_step(self, scope: ScopeRef, step_id: str) -> ExecutionLogStep | None:
         return self._tables.steps.get((scope, step_id))
 
+    # the scope registry
+
+    def get_scope(self, scope: ScopeRef) -> ScopeRecord | None:
+        return self._tables.scopes.get(scope)
+
+    def list_scopes(self, enterprise_id: str) -> list[ScopeRecord]:
+        found = [r for s, r in self._tables.scopes.items() if s.enterprise_id == enterprise_id]
+        return sorted(found, key=lambda r: r.scope.scope_id)
+
+    def destroy_scope(self, scope: ScopeRef) -> int:
+        with self._lock:
+            erased = int(self._tables.scopes.pop(scope, None) is not None)
+            for table in self._tables.scoped():
+                for key in [k for k in table if k[0] == scope]:
+                    del table[key]
+                    erased += 1
+            return erased
+
+    def snapshot(self, enterprise_id: str | None = None) -> dict[str, Any]:
+        """Every row (of one enterprise when given), comparable with ==."""
+
+        def mine(scope: ScopeRef) -> bool:
+            return enterprise_id is None or scope.enterprise_id == enterprise_id
+
+        tables = self._tables
+        rows: dict[str, Any] = {
+            "scopes": {s: r.model_dump() for s, r in tables.scopes.items() if mine(s)}
+        }
+        for name in ("chunks", "nodes", "edges", "steps"):
+            table: dict[tuple[ScopeRef, str], BaseModel] = getattr(tables, name)
+            rows[name] = {k: v.model_dump() for k, v in table.items() if mine(k[0])}
+        return rows
+
     def _chunks(self, scope: ScopeRef) -> list[MemoryRecord]:
         return sorted(
             (r for (s, _), r in self._tables.chunks.items() if s == scope), key=lambda r: r.id
@@ -236,22 +285,118 @@ def _node_matches(node: GraphNode, flt: MetadataFilter) -> bool:
     return rules.matches_filter(values, flt)
 
 
+class FakeIdentityStore:
+    """IdentityStore in memory."""
+
+    def __init__(self) -> None:
+        self.enterprises: dict[str, Enterprise] = {}
+        self.users: dict[str, User] = {}
+        self.keys: dict[str, ApiKey] = {}
+        self.bindings: dict[tuple[str, str, Role], RoleBinding] = {}
+
+    def create_enterprise(self, enterprise: Enterprise) -> None:
+        if enterprise.enterprise_id in self.enterprises:
+            raise AlreadyExists(f"enterprise {enterprise.enterprise_id!r} already exists")
+        self.enterprises[enterprise.enterprise_id] = enterprise.model_copy()
+
+    def get_enterprise(self, enterprise_id: str) -> Enterprise | None:
+        return self.enterprises.get(enterprise_id)
+
+    def put_user(self, user: User) -> None:
+        self.users[user.principal] = user.model_copy()
+
+    def get_user(self, principal: str) -> User | None:
+        return self.users.get(principal)
+
+    def create_api_key(self, key: ApiKey) -> None:
+        if key.key_id in self.keys:
+            raise AlreadyExists(f"API key {key.key_id!r} already exists")
+        self.keys[key.key_id] = key.model_copy()
+
+    def get_api_key(self, key_id: str) -> ApiKey | None:
+        return self.keys.get(key_id)
+
+    def list_api_keys(self, enterprise_id: str) -> list[ApiKey]:
+        return sorted(
+            (k for k in self.keys.values() if k.enterprise_id == enterprise_id),
+            key=lambda k: k.key_id,
+        )
+
+    def revoke_api_key(self, enterprise_id: str, key_id: str, at: datetime) -> ApiKey | None:
+        key = self.keys.get(key_id)
+        if key is None or key.enterprise_id != enterprise_id:
+            return None
+        if key.revoked_at is None:
+            key = key.model_copy(update={"revoked_at": at})
+            self.keys[key_id] = key
+        return key
+
+    def put_binding(self, binding: RoleBinding) -> None:
+        self.bindings[(binding.enterprise_id, binding.principal, binding.role)] = binding
+
+    def delete_binding(self, enterprise_id: str, principal: str, role: Role) -> bool:
+        return self.bindings.pop((enterprise_id, principal, role), None) is not None
+
+    def list_bindings(self, enterprise_id: str, principal: str | None = None) -> list[RoleBinding]:
+        found = [
+            b
+            for (e, p, _), b in self.bindings.items()
+            if e == enterprise_id and (principal is None or p == principal)
+        ]
+        return sorted(found, key=lambda b: (b.principal, list(Role).index(b.role)))
+
+    def snapshot(self, enterprise_id: str | None = None) -> dict[str, Any]:
+        """Every document (of one enterprise when given), comparable with ==."""
+
+        def mine(owner: str) -> bool:
+            return enterprise_id is None or owner == enterprise_id
+
+        return {
+            "enterprises": {k: v.model_dump() for k, v in self.enterprises.items() if mine(k)},
+            "users": {k: v.model_dump() for k, v in self.users.items() if mine(v.enterprise_id)},
+            "keys": {k: v.model_dump() for k, v in self.keys.items() if mine(v.enterprise_id)},
+            "bindings": {k: v.model_dump() for k, v in self.bindings.items() if mine(k[0])},
+        }
+
+
+def add_enterprise(
+    identity: FakeIdentityStore | Any, enterprise_id: str, root: str, secret: str
+) -> str:
+    """An enterprise whose root user has a known development credential; the token."""
+    identity.create_enterprise(Enterprise(enterprise_id=enterprise_id))
+    identity.put_user(
+        User(enterprise_id=enterprise_id, principal=root, token_hash=hash_secret(secret))
+    )
+    identity.put_binding(RoleBinding(enterprise_id=enterprise_id, principal=root, role=Role.ROOT))
+    return user_token(root, secret)
+
+
 # the HTTP harness
 
 
-def make_container(tmp_path: Path, store: FakeStore | None = None) -> Container:
-    """A container on fakes: FakeStore, HashingEmbedder and one known bearer token."""
+def make_container(
+    tmp_path: Path,
+    store: FakeStore | None = None,
+    identity: FakeIdentityStore | None = None,
+    verifier: IdTokenVerifier | None = None,
+) -> Container:
+    """A container on fakes: FakeStore, FakeIdentityStore (enterprise "local" with the
+    root user's credential TOKEN) and the HashingEmbedder."""
+    if identity is None:
+        identity = FakeIdentityStore()
+        add_enterprise(identity, ENTERPRISE, ROOT, ROOT_SECRET)
     return Container(
         Settings(data_dir=tmp_path, store="sqlite", embedder="hashing"),
         store=store or FakeStore(),
+        identity=identity,
         embedder=HashingEmbedder(),
-        authenticator=TokenAuthenticator.from_credentials(LocalCredentials(token=TOKEN)),
+        verifier=verifier,
     )
 
 
 @dataclass
 class Api:
-    """The Flask test client of an app on fakes, with the bearer token preset."""
+    """The Flask test client of an app on fakes, with the root's bearer token preset."""
 
     container: Container
     app: flask.Flask
@@ -267,7 +412,14 @@ class Api:
         assert isinstance(store, FakeStore)
         return store
 
-    def post(self, path: str, body: Any, token: str | None = TOKEN) -> Any:
+    @property
+    def identity(self) -> FakeIdentityStore:
+        identity = self.container.identity
+        assert isinstance(identity, FakeIdentityStore)
+        return identity
+
+    def post(self, path: str, body: Any = None, token: str | None = TOKEN) -> Any:
+        body = {} if body is None else body
         data = body if isinstance(body, str | bytes) else flask.json.dumps(body)
         return self.app.test_client().post(
             path, data=data, headers=_auth(token), content_type="application/json"
@@ -275,6 +427,9 @@ class Api:
 
     def get(self, path: str, token: str | None = TOKEN, **params: str) -> Any:
         return self.app.test_client().get(path, query_string=params, headers=_auth(token))
+
+    def delete(self, path: str, token: str | None = TOKEN) -> Any:
+        return self.app.test_client().delete(path, headers=_auth(token))
 
 
 def _auth(token: str | None) -> dict[str, str]:

@@ -1,43 +1,242 @@
-"""Local credentials and bearer-token authentication."""
+"""Authentication over HTTP, the wiring of identity and access, and the local root
+credential that `jnh serve` creates on its first start and reuses afterwards."""
 
 from __future__ import annotations
 
-import hashlib
 import json
 import stat
+import sys
+import types
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from jennah import bootstrap
+from jennah.adapters.google_id_token import GoogleIdTokenVerifier
+from jennah.api.app import create_app
 from jennah.auth import (
-    Caller,
     LocalCredentials,
-    TokenAuthenticator,
     credentials_path,
-    ensure_local_credentials,
     read_local_credentials,
+    write_local_credentials,
 )
+from jennah.domain.access import ApiKey, Role, RoleBinding
 from jennah.errors import FailedPrecondition, Unauthenticated
+from jennah.services.access import api_key_token, hash_secret
 from jennah.settings import Settings
-from tests.unit.fakes import Api
+from tests.unit.fakes import Api, FakeIdentityStore, FakeStore, add_enterprise, make_container
+
+SECRET = "ab" * 32
 
 
-def test_first_use_creates_a_private_credentials_file(tmp_path: Path) -> None:
-    data_dir = tmp_path / "data"
-    credentials = ensure_local_credentials(data_dir)
-    path = credentials_path(data_dir)
+class StubVerifier:
+    """An IdTokenVerifier that knows one token."""
+
+    def verify(self, token: str) -> str:
+        if token != "google-id-token":
+            raise Unauthenticated("the ID token is not valid: bad signature")
+        return "ana@example.com"
+
+
+def add_key(api: Api, key_id: str, **fields: Any) -> str:
+    api.identity.create_api_key(
+        ApiKey(enterprise_id="local", key_id=key_id, secret_hash=hash_secret(SECRET),
+               created_by="user:root", created_at=datetime.now(UTC), **fields)
+    )  # fmt: skip
+    api.identity.put_binding(
+        RoleBinding(enterprise_id="local", principal=f"api_key:{key_id}", role=Role.MEMBER,
+                    agent_selectors=["*"], subject_selectors=["*"])
+    )  # fmt: skip
+    return api_key_token(key_id, SECRET)
+
+
+def whoami(api: Api, token: str | None) -> Any:
+    return api.get("/v1/caller", token=token)
+
+
+# credentials over HTTP
+
+
+def test_an_api_key_acts_as_itself_never_as_its_creator(tmp_path: Path) -> None:
+    api = Api.create(tmp_path)
+    token = add_key(api, "k1")
+    body = whoami(api, token).get_json()
+    assert (body["principal"], body["kind"], body["roles"]) == ("api_key:k1", "API_KEY", ["member"])
+    committed = api.post("/v1/scopes/bot/memory:commit", {"chunks": [{"text": "x"}]}, token=token)
+    assert committed.status_code == 200
+    assert api.store.get_scope(api.store.plans[-1].scope).created_by == "api_key:k1"  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize(
+    ("fields", "message"),
+    [
+        ({"revoked_at": datetime(2026, 1, 1, tzinfo=UTC)}, "API key k1 has been revoked"),
+        ({"expire_time": datetime(2026, 1, 1, tzinfo=UTC)}, "API key k1 expired at 2026-01-01"),
+    ],
+)
+def test_a_revoked_or_expired_key_is_unauthenticated(
+    tmp_path: Path, fields: dict[str, Any], message: str
+) -> None:
+    api = Api.create(tmp_path)
+    response = whoami(api, add_key(api, "k1", **fields))
+    assert response.status_code == 401
+    assert response.get_json()["error"]["message"].startswith(message)
+    assert response.headers["WWW-Authenticate"] == 'Bearer realm="jennah"'
+
+
+@pytest.mark.parametrize(
+    "header",
+    [
+        "Bearer wrong",
+        "Basic dXNlcjpwYXNz",
+        "Bearer",
+        "token",
+        f"Bearer jk_k1_{'cd' * 32}",  # right key id, wrong secret
+        "Bearer jk_k1",
+        "Bearer ju_%%%_x",
+        "Bearer ju_dXNlcjpyb290_wrong",  # user:root with a wrong secret
+    ],
+)
+def test_a_malformed_or_wrong_credential_is_unauthenticated(tmp_path: Path, header: str) -> None:
+    api = Api.create(tmp_path)
+    add_key(api, "k1")
+    response = api.app.test_client().get("/v1/caller", headers={"Authorization": header})
+    assert response.status_code == 401
+    error = response.get_json()["error"]
+    assert error["status"] == "UNAUTHENTICATED"
+    assert "k1" not in error["message"] and "root" not in error["message"]
+
+
+def test_a_google_id_token_is_accepted_only_with_a_verifier(tmp_path: Path) -> None:
+    api = Api.create(tmp_path)
+    api.identity.put_user(api.identity.get_user("user:root").model_copy(  # type: ignore[union-attr]
+        update={"principal": "user:ana@example.com", "token_hash": None}))  # fmt: skip
+    assert whoami(api, "google-id-token").status_code == 401  # no audience configured
+    with_verifier = make_container(tmp_path, identity=api.identity, verifier=StubVerifier())
+    client = create_app(with_verifier).test_client()
+    answer = client.get("/v1/caller", headers={"Authorization": "Bearer google-id-token"})
+    assert answer.get_json()["principal"] == "user:ana@example.com"
+    refused = client.get("/v1/caller", headers={"Authorization": "Bearer forged"})
+    assert refused.status_code == 401
+    assert "bad signature" in refused.get_json()["error"]["message"]
+
+
+def test_every_scope_takes_the_callers_enterprise(tmp_path: Path) -> None:
+    api = Api.create(tmp_path)
+    acme = add_enterprise(api.identity, "acme", "user:ann", "ef" * 32)
+    response = api.post("/v1/scopes/bot/memory:commit", {"chunks": [{"text": "x"}]}, token=acme)
+    assert response.status_code == 200
+    assert api.store.plans[-1].scope.enterprise_id == "acme"
+    assert [s.scope.enterprise_id for s in api.store.list_scopes("acme")] == ["acme"]
+    assert api.store.list_scopes("local") == []
+
+
+# wiring
+
+
+def test_the_container_builds_the_verifier_only_with_an_audience(tmp_path: Path) -> None:
+    assert bootstrap.build_verifier(Settings(data_dir=tmp_path)) is None
+    verifier = bootstrap.build_verifier(Settings(data_dir=tmp_path, oidc_audience="aud-1"))
+    assert isinstance(verifier, GoogleIdTokenVerifier)
+    assert verifier._audience == "aud-1"
+
+
+def test_the_sqlite_identity_store_shares_the_memory_file(tmp_path: Path) -> None:
+    from jennah.adapters.sqlite.identity import SqliteIdentityStore
+
+    identity = bootstrap.build_identity(Settings(data_dir=tmp_path / "data"))
+    assert isinstance(identity, SqliteIdentityStore)
+    assert identity.path == tmp_path / "data" / "memory.db"
+
+
+def test_the_firestore_identity_store_gets_the_configured_client(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    made: list[dict[str, Any]] = []
+
+    class Client:
+        def __init__(self, **kwargs: Any) -> None:
+            made.append(kwargs)
+
+    import google.cloud
+
+    fake = types.ModuleType("google.cloud.firestore")
+    fake.Client = Client  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "google.cloud.firestore", fake)
+    monkeypatch.setattr(google.cloud, "firestore", fake, raising=False)
+    settings = Settings(control="firestore", firestore_project="p1", firestore_database="db1")
+    identity = bootstrap.build_identity(settings)
+    assert type(identity).__name__ == "FirestoreIdentityStore"
+    assert made == [{"project": "p1", "database": "db1"}]
+
+
+def test_nothing_is_built_before_it_is_used(tmp_path: Path) -> None:
+    container = bootstrap.Container(Settings(data_dir=tmp_path / "lazy"))
+    assert not (tmp_path / "lazy").exists()
+    _ = container.access
+    assert (tmp_path / "lazy" / "memory.db").exists()
+    container.close()
+
+
+# the local root credential
+
+
+def local(tmp_path: Path, identity: FakeIdentityStore | None = None) -> bootstrap.Container:
+    return bootstrap.Container(
+        Settings(data_dir=tmp_path, embedder="hashing"),
+        store=FakeStore(),
+        identity=identity or FakeIdentityStore(),
+    )
+
+
+def test_the_first_start_creates_the_local_enterprise_and_a_private_credential(
+    tmp_path: Path,
+) -> None:
+    container = local(tmp_path)
+    root = bootstrap.ensure_local_root(container)
+    assert root.created_enterprise and not root.rotated
+    path = credentials_path(tmp_path)
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
     stored = json.loads(path.read_text())
     assert stored == {"enterprise_id": "local", "principal": "user:root",
-                      "token": credentials.token}  # fmt: skip
-    assert len(credentials.token) >= 32
+                      "token": root.credentials.token}  # fmt: skip
+    caller = container.access.authenticate(f"Bearer {root.credentials.token}")
+    assert (caller.enterprise_id, caller.principal) == ("local", "user:root")
+    assert container.access.grants(caller).agent_selectors == ("*",)
+    user = container.identity.get_user("user:root")
+    assert user is not None and root.credentials.token not in user.model_dump_json()
 
 
-def test_later_starts_reuse_the_credentials(tmp_path: Path) -> None:
-    first = ensure_local_credentials(tmp_path)
-    assert ensure_local_credentials(tmp_path) == first
-    assert ensure_local_credentials(tmp_path / "other").token != first.token
+def test_later_starts_reuse_the_credential(tmp_path: Path) -> None:
+    identity = FakeIdentityStore()
+    first = bootstrap.ensure_local_root(local(tmp_path, identity))
+    again = bootstrap.ensure_local_root(local(tmp_path, identity))
+    assert again.credentials == first.credentials
+    assert not again.created_enterprise and not again.rotated
+
+
+@pytest.mark.parametrize("damage", ["delete", "garble", "foreign"])
+def test_a_missing_or_stale_file_gets_a_new_root_credential(tmp_path: Path, damage: str) -> None:
+    identity = FakeIdentityStore()
+    first = bootstrap.ensure_local_root(local(tmp_path, identity))
+    path = credentials_path(tmp_path)
+    if damage == "delete":
+        path.unlink()
+    elif damage == "garble":
+        path.write_text("not json")
+    else:  # a credentials.json from an older version: a bare random token
+        write_local_credentials(tmp_path, LocalCredentials(token="old-random-token"))
+    container = local(tmp_path, identity)
+    again = bootstrap.ensure_local_root(container)
+    assert again.rotated and not again.created_enterprise
+    assert read_local_credentials(tmp_path) == again.credentials
+    with pytest.raises(Unauthenticated):
+        container.access.authenticate(f"Bearer {first.credentials.token}")
+    assert container.access.authenticate(f"Bearer {again.credentials.token}").principal == (
+        "user:root"
+    )
 
 
 def test_reading_missing_or_broken_credentials_is_a_failed_precondition(tmp_path: Path) -> None:
@@ -48,39 +247,11 @@ def test_reading_missing_or_broken_credentials_is_a_failed_precondition(tmp_path
         read_local_credentials(tmp_path)
 
 
-def test_the_authenticator_resolves_the_caller_and_keeps_only_hashes() -> None:
-    authenticator = TokenAuthenticator.from_credentials(LocalCredentials(token="s3cret"))
-    assert authenticator.authenticate("Bearer s3cret") == Caller("local", "user:root")
-    assert authenticator.authenticate("bearer  s3cret ") == Caller("local", "user:root")
-    assert "s3cret" not in repr(vars(authenticator))
-    assert hashlib.sha256(b"s3cret").digest() in vars(authenticator)["_tokens"]
-
-
-@pytest.mark.parametrize("header", [None, "", "Bearer", "Bearer other", "Basic s3cret", "s3cret"])
-def test_anything_else_is_unauthenticated(header: str | None) -> None:
-    authenticator = TokenAuthenticator.from_credentials(LocalCredentials(token="s3cret"))
-    with pytest.raises(Unauthenticated):
-        authenticator.authenticate(header)
-
-
-def test_bootstrap_authenticates_with_the_data_dirs_token(tmp_path: Path) -> None:
-    container = bootstrap.Container(Settings(data_dir=tmp_path, embedder="hashing"))
-    token = ensure_local_credentials(tmp_path).token
-    assert container.authenticator.authenticate(f"Bearer {token}").principal == "user:root"
-
-
-def test_the_first_bootstrap_creates_the_credentials(tmp_path: Path) -> None:
-    container = bootstrap.Container(Settings(data_dir=tmp_path / "fresh"))
-    with pytest.raises(Unauthenticated):
-        container.authenticator.authenticate("Bearer nope")
-    assert credentials_path(tmp_path / "fresh").exists()
-
-
-def test_every_scope_takes_the_callers_enterprise(tmp_path: Path) -> None:
+def test_a_key_expiring_now_is_refused(tmp_path: Path) -> None:
     api = Api.create(tmp_path)
-    other = LocalCredentials(enterprise_id="acme", principal="user:ann", token="ann-token")
-    api.container._authenticator = TokenAuthenticator.from_credentials(other)
-    response = api.post("/v1/scopes/bot/memory:commit", {"chunks": [{"text": "x"}]},
-                        token="ann-token")  # fmt: skip
-    assert response.status_code == 200
-    assert api.store.plans[-1].scope.enterprise_id == "acme"
+    soon = datetime.now(UTC) + timedelta(hours=1)
+    token = add_key(api, "k1", expire_time=soon)
+    assert whoami(api, token).status_code == 200
+    api.container.now = lambda: soon  # the clock reaches the expiry
+    api.container._access = None
+    assert whoami(api, token).status_code == 401

@@ -135,5 +135,11 @@ def test_superseding_an_unknown_chunk_is_not_found_and_writes_nothing(api: Api) 
     response = api.post("/v1/scopes/bot/memory:commit", body)
     assert response.status_code == 404
     assert "chk_missing" in response.get_json()["error"]["message"]
+    # nothing written: not even the scope, which a first commit that fails does not create
+    assert api.get("/v1/scopes/bot/memory:inspect", allHistory="true").status_code == 404
+    assert api.store.snapshot()["chunks"] == {} and api.store.list_scopes("local") == []
+    ok(api.post("/v1/scopes/bot/memory:commit", {"chunks": [{"text": "first"}]}))
+    response = api.post("/v1/scopes/bot/memory:commit", body)
+    assert response.status_code == 404
     listed = ok(api.get("/v1/scopes/bot/memory:inspect", allHistory="true"))
-    assert listed["chunks"] == []
+    assert [c["text"] for c in listed["chunks"]] == ["first"]

@@ -40,7 +40,7 @@ def test_the_commit_function_commits_for_agents_and_scopes(container: Container)
 
 
 def test_the_query_function_queries(container: Container) -> None:
-    client("commit").post("/v1/scopes/bot/memory:commit", json={"chunks": [{"text": "tea"}]},
+    client("commit").post("/v1/agents/bot/memory:commit", json={"chunks": [{"text": "tea"}]},
                           headers=AUTH)  # fmt: skip
     response = client("query").post(
         "/v1/agents/bot/memory:query", json={"semantic": {"queryText": "tea"}}, headers=AUTH
@@ -50,9 +50,31 @@ def test_the_query_function_queries(container: Container) -> None:
 
 
 def test_the_inspect_function_lists(container: Container) -> None:
+    assert client("inspect").get("/v1/scopes/bot/memory:inspect", headers=AUTH).status_code == 404
+    client("scopes").post("/v1/scopes", json={"scopeId": "bot", "kind": "SUBJECT"}, headers=AUTH)
     response = client("inspect").get("/v1/scopes/bot/memory:inspect?graph=true", headers=AUTH)
     assert response.status_code == 200
     assert response.get_json()["chunks"] == []
+
+
+def test_the_scopes_function_lists_creates_and_destroys(container: Container) -> None:
+    scopes = client("scopes")
+    created = scopes.post("/v1/scopes", json={"scopeId": "bot", "kind": "AGENT"}, headers=AUTH)
+    assert created.get_json()["kind"] == "AGENT"
+    assert scopes.get("/v1/agents", headers=AUTH).get_json()["agents"][0]["scopeId"] == "bot"
+    assert scopes.get("/v1/scopes", headers=AUTH).get_json()["scopes"][0]["name"] == "scopes/bot"
+    assert scopes.delete("/v1/scopes/bot", headers=AUTH).status_code == 200
+    assert scopes.get("/v1/scopes", headers=AUTH).get_json() == {"scopes": []}
+
+
+def test_the_admin_function_manages_keys_and_roles(container: Container) -> None:
+    admin = client("admin")
+    assert admin.get("/v1/caller", headers=AUTH).get_json()["principal"] == "user:root"
+    key = admin.post("/v1/apiKeys", json={"role": "member"}, headers=AUTH).get_json()
+    assert key["keyString"].startswith("jk_")
+    listed = admin.get("/v1/roleBindings", headers=AUTH).get_json()["roleBindings"]
+    assert {b["principal"] for b in listed} == {"user:root", f"api_key:{key['keyId']}"}
+    assert admin.post(f"/v1/apiKeys/{key['keyId']}:revoke", headers=AUTH).status_code == 200
 
 
 @pytest.mark.parametrize(
@@ -63,6 +85,9 @@ def test_the_inspect_function_lists(container: Container) -> None:
         ("inspect", "POST", "/v1/scopes/bot/memory:commit"),
         ("commit", "GET", "/v1/scopes/bot/memory:inspect"),
         ("query", "POST", "/v1/agents/bot/memory:form"),
+        ("admin", "GET", "/v1/scopes"),
+        ("scopes", "GET", "/v1/apiKeys"),
+        ("commit", "GET", "/v1/caller"),
     ],
 )
 def test_a_function_does_not_serve_another_functions_routes(

@@ -11,7 +11,7 @@ import pytest
 from jennah.domain.models import ScopeRef
 from jennah.errors import InvalidArgument
 from jennah.services.inspect import InspectCommand, inspect
-from tests.unit.fakes import Api
+from tests.unit.fakes import TOKEN, Api
 
 INSPECT = "/v1/scopes/bot/memory:inspect"
 JAN = "2024-01-01T00:00:00Z"
@@ -19,7 +19,10 @@ JAN = "2024-01-01T00:00:00Z"
 
 @pytest.fixture
 def api(tmp_path: Path) -> Api:
-    return Api.create(tmp_path)
+    api = Api.create(tmp_path)
+    created = api.post("/v1/scopes", {"scopeId": "bot", "kind": "AGENT"})
+    assert created.status_code == 200, created.get_data(as_text=True)
+    return api
 
 
 def commit(api: Api, body: dict[str, Any]) -> dict[str, Any]:
@@ -123,15 +126,21 @@ def test_bad_parameters_are_named(api: Api, params: dict[str, str], field: str) 
 def test_a_repeated_parameter_is_refused(api: Api) -> None:
     response = api.app.test_client().get(
         INSPECT + "?pageSize=1&pageSize=2",
-        headers={"Authorization": "Bearer test-token-0123456789"},
+        headers={"Authorization": f"Bearer {TOKEN}"},
     )
     assert response.status_code == 400
 
 
-def test_the_agents_form_lists_the_same_scope(api: Api) -> None:
+def test_the_agents_form_lists_the_same_agent_workspace(api: Api) -> None:
     commit(api, {"chunks": [{"text": "shared"}]})
     response = api.get("/v1/agents/bot/memory:inspect")
     assert [c["text"] for c in response.get_json()["chunks"]] == ["shared"]
+
+
+def test_a_scope_never_written_is_not_found(api: Api) -> None:
+    response = api.get("/v1/scopes/never/memory:inspect")
+    assert response.status_code == 404
+    assert response.get_json()["error"]["message"] == "scope 'never' was not found"
 
 
 def test_the_page_size_is_capped_and_defaulted(api: Api) -> None:

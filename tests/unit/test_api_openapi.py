@@ -76,3 +76,17 @@ def test_the_server_serves_the_document_without_credentials(tmp_path: Path) -> N
     response = api.app.test_client().get("/openapi.json")
     assert response.status_code == 200
     assert response.get_json() == json.loads(openapi.document_text())
+
+
+def test_every_operation_documents_its_permission(document: dict[str, Any]) -> None:
+    for route in ALL_ROUTES:
+        operation = document["paths"][route.template][route.method.lower()]
+        assert operation.get("x-jennah-permission") == (
+            None if route.permission is None else str(route.permission)
+        )
+        assert "403" in operation["responses"] and "401" in operation["responses"]
+    keys = document["paths"]["/v1/apiKeys"]["post"]
+    assert "management-class" in keys["description"]
+    revoke = document["paths"]["/v1/apiKeys/{keyId}:revoke"]["post"]
+    assert [p["name"] for p in revoke["parameters"]] == ["keyId"]
+    assert "keyString" in document["components"]["schemas"]["ApiKeyResource"]["properties"]

@@ -33,7 +33,7 @@ SEED = {
 @pytest.fixture
 def api(tmp_path: Path) -> Api:
     api = Api.create(tmp_path)
-    assert api.post("/v1/scopes/bot/memory:commit", SEED).status_code == 200
+    assert api.post("/v1/agents/bot/memory:commit", SEED).status_code == 200
     return api
 
 
@@ -166,9 +166,17 @@ def test_agents_and_scopes_share_one_identifier_space(api: Api) -> None:
     via_agents = query(api, {"semantic": {"queryText": "tea"}}, "/v1/agents/bot/memory:query")
     via_scopes = query(api, {"semantic": {"queryText": "tea"}}, "/v1/scopes/bot/memory:query")
     assert via_agents == via_scopes and via_agents["semantic"]["results"]
+    # a subject scope is reached under /v1/scopes only; /v1/agents answers as if it were not
+    assert api.post("/v1/scopes/ana/memory:commit", {"chunks": [{"text": "x"}]}).status_code == 200
+    refused = api.post("/v1/agents/ana/memory:query", {"semantic": {"queryText": "x"}})
+    assert refused.status_code == 404
+    assert refused.get_json()["error"]["message"] == "agent workspace 'ana' was not found"
 
 
 def test_another_scope_sees_nothing(api: Api) -> None:
+    missing = api.post("/v1/scopes/other/memory:query", {"semantic": {"queryText": "Alice"}})
+    assert missing.status_code == 404
+    assert api.post("/v1/scopes", {"scopeId": "other", "kind": "SUBJECT"}).status_code == 200
     body = query(api, {"semantic": {"queryText": "Alice"}}, "/v1/scopes/other/memory:query")
     assert body == {"semantic": {"results": []}}
 

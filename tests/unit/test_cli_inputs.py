@@ -9,7 +9,7 @@ import click
 import pytest
 from click.testing import CliRunner
 
-from jennah.auth import ensure_local_credentials
+from jennah.auth import LocalCredentials, write_local_credentials
 from jennah.cli import client, render
 from jennah.cli.inputs import parse_document, parse_filter, parse_instant
 from jennah.cli.main import cli
@@ -90,11 +90,17 @@ def test_every_command_explains_itself(path: list[str]) -> None:
     assert "jnh " in result.stdout.split("Example", 1)[1]
 
 
-def test_print_token_creates_then_reuses_the_data_dirs_token(tmp_path: Path) -> None:
+def test_print_token_prints_the_data_dirs_root_credential(tmp_path: Path) -> None:
+    write_local_credentials(tmp_path, LocalCredentials(token="ju_cm9vdA_0123"))
     first = CliRunner().invoke(cli, ["auth", "print-token", "--data-dir", str(tmp_path)])
     assert first.exit_code == 0
-    token = first.stdout.strip()
-    assert token == ensure_local_credentials(tmp_path).token
+    assert first.stdout.strip() == "ju_cm9vdA_0123"
     via_env = CliRunner().invoke(cli, ["auth", "print-token"],
                                  env={"JENNAH_DATA_DIR": str(tmp_path)})  # fmt: skip
-    assert via_env.stdout.strip() == token
+    assert via_env.stdout.strip() == "ju_cm9vdA_0123"
+
+
+def test_print_token_without_a_server_start_says_what_to_do(tmp_path: Path) -> None:
+    result = CliRunner().invoke(cli, ["auth", "print-token", "--data-dir", str(tmp_path)])
+    assert result.exit_code == 3
+    assert "FAILED_PRECONDITION" in result.stderr and "jnh serve" in result.stderr

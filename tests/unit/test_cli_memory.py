@@ -40,7 +40,11 @@ class Jnh:
         self.transport = httpx.WSGITransport(app=api.app)
 
     def __call__(self, *args: str, stdin: str | None = None, **env: str) -> Result:
-        environment = {"JENNAH_DATA_DIR": str(self.data_dir), "JENNAH_TOKEN": ""} | env
+        environment = {
+            "JENNAH_DATA_DIR": str(self.data_dir),
+            "JENNAH_TOKEN": "",
+            "XDG_CONFIG_HOME": str(self.data_dir.parent / "config"),  # `jnh auth login`'s
+        } | env
         return CliRunner().invoke(cli, list(args), input=stdin, env=environment,
                                   obj=CliState(transport=self.transport))  # fmt: skip
 
@@ -65,7 +69,7 @@ def jnh(tmp_path: Path) -> Jnh:
 def seeded(jnh: Jnh, tmp_path: Path) -> Jnh:
     seed = tmp_path / "seed.yaml"
     seed.write_text(SEED_YAML)
-    jnh.ok("scopes", "memory", "commit", "bot", "--from-file", str(seed))
+    jnh.ok("agents", "memory", "commit", "bot", "--from-file", str(seed))  # an agent workspace
     return jnh
 
 

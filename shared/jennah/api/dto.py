@@ -11,7 +11,7 @@ the wire may change shape without the domain changing, and the reverse.
 from __future__ import annotations
 
 import re
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Annotated, Literal
 
 from pydantic import (
@@ -310,6 +310,176 @@ class InspectResponse(WireResponse):
     edges: list[Edge] | None = None
     as_of_valid: Timestamp | None = None
     next_page_token: str | None = None
+
+
+# administration: API keys, role bindings, users, scopes, the caller
+
+ScopeKindName = Literal["AGENT", "SUBJECT"]
+KeyState = Literal["ACTIVE", "REVOKED", "EXPIRED"]
+CallerKindName = Literal["USER", "API_KEY"]
+_DURATION = re.compile(r"^(\d{1,12})(\.\d{1,9})?s$")
+_ROLE_HELP = "root, administrator or member"
+_SELECTOR_HELP = "Scope ids or patterns where '*' matches any run of characters, such as bot.*"
+
+
+def parse_duration(value: object) -> timedelta:
+    """A proto3 JSON Duration such as "3600s" or "1.5s"."""
+    if isinstance(value, timedelta):
+        return value
+    found = _DURATION.match(value) if isinstance(value, str) else None
+    if found is None:
+        raise ValueError("must be a duration in seconds with the suffix 's', such as 3600s")
+    return timedelta(seconds=int(found.group(1)), microseconds=_micros(found.group(2)))
+
+
+def _micros(fraction: str | None) -> int:
+    return 0 if not fraction else round(float(fraction) * 1_000_000)
+
+
+def format_duration(value: timedelta) -> str:
+    seconds = value.total_seconds()
+    return f"{int(seconds)}s" if seconds.is_integer() else f"{seconds:.6f}".rstrip("0") + "s"
+
+
+Duration = Annotated[
+    timedelta,
+    BeforeValidator(parse_duration),
+    PlainSerializer(format_duration, return_type=str, when_used="json"),
+    WithJsonSchema({"type": "string", "format": "google-duration", "example": "86400s"}),
+]
+
+
+class CreateApiKeyRequest(WireRequest):
+    """A new API key and its role binding; give expireTime or ttl, or neither (no expiry)."""
+
+    display_name: str = Field(default="", description="Up to 128 characters")
+    role: str = Field(description=_ROLE_HELP)
+    agent_selectors: list[str] = Field(
+        default_factory=list, description="Agent workspaces the key reaches. " + _SELECTOR_HELP
+    )
+    subject_selectors: list[str] = Field(
+        default_factory=list, description="Subject scopes the key reaches. " + _SELECTOR_HELP
+    )
+    expire_time: Timestamp | None = Field(default=None, description="When the key stops working")
+    ttl: Duration | None = Field(default=None, description="Lifetime from now, such as 86400s")
+
+
+class ApiKeyResource(WireResponse):
+    """An API key. `keyString` (the bearer credential) is in the answer to apiKeys.create
+    only: the service keeps nothing but its hash."""
+
+    name: str = Field(description="apiKeys/{keyId}")
+    key_id: str
+    display_name: str = ""
+    roles: list[str] = Field(default_factory=list, description="The roles bound to the key")
+    agent_selectors: list[str] = Field(default_factory=list)
+    subject_selectors: list[str] = Field(default_factory=list)
+    created_by: str = Field(description="The principal that created it; the key acts as itself")
+    create_time: Timestamp
+    expire_time: Timestamp | None = None
+    revoke_time: Timestamp | None = None
+    state: KeyState
+    key_string: str | None = Field(
+        default=None, description="The bearer credential; shown once, at creation"
+    )
+
+
+class ListApiKeysResponse(WireResponse):
+    api_keys: list[ApiKeyResource] = Field(default_factory=list)
+
+
+class GrantRoleRequest(WireRequest):
+    """Bind a role (and reach) to a principal; replaces its binding of that role."""
+
+    principal: str = Field(description="user:<id> or api_key:<keyId>")
+    role: str = Field(description=_ROLE_HELP)
+    agent_selectors: list[str] = Field(default_factory=list, description=_SELECTOR_HELP)
+    subject_selectors: list[str] = Field(default_factory=list, description=_SELECTOR_HELP)
+
+
+class RevokeRoleRequest(WireRequest):
+    principal: str = Field(description="user:<id> or api_key:<keyId>")
+    role: str = Field(description=_ROLE_HELP)
+
+
+class RoleBindingResource(WireResponse):
+    principal: str
+    role: str
+    agent_selectors: list[str] = Field(default_factory=list)
+    subject_selectors: list[str] = Field(default_factory=list)
+
+
+class ListRoleBindingsParams(WireRequest):
+    principal: str | None = Field(default=None, description="Only this principal's bindings")
+
+
+class ListRoleBindingsResponse(WireResponse):
+    role_bindings: list[RoleBindingResource] = Field(default_factory=list)
+
+
+class Empty(WireResponse):
+    """An empty answer, as google.protobuf.Empty prints."""
+
+
+class CreateUserRequest(WireRequest):
+    principal: str = Field(description="user:<id>, such as user:ana@example.com")
+
+
+class UserResource(WireResponse):
+    """A user; `token` (a development credential) is in the answer to users.create only."""
+
+    principal: str
+    create_time: Timestamp | None = None
+    token: str | None = Field(default=None, description="The bearer credential; shown once")
+
+
+class CreateScopeRequest(WireRequest):
+    scope_id: str = Field(description="1-128 letters, digits, '_', '.', ':' or '-'")
+    kind: ScopeKindName = Field(description="AGENT (an agent workspace) or SUBJECT")
+
+
+class ScopeResource(WireResponse):
+    name: str = Field(description="scopes/{scopeId} or agents/{agentInstanceId}")
+    scope_id: str
+    kind: ScopeKindName
+    create_time: Timestamp | None = None
+    created_by: str = ""
+
+
+class ListScopesParams(WireRequest):
+    kind: ScopeKindName | None = Field(default=None, description="Only scopes of this kind")
+
+
+class ListScopesResponse(WireResponse):
+    """The scopes the caller reaches, ordered by id."""
+
+    scopes: list[ScopeResource] = Field(default_factory=list)
+
+
+class ListAgentsResponse(WireResponse):
+    """The agent workspaces the caller reaches, ordered by id."""
+
+    agents: list[ScopeResource] = Field(default_factory=list)
+
+
+class DestroyScopeResponse(WireResponse):
+    scope_id: str
+    rows_erased: Int64 = Field(default=0, description="Rows erased from the store")
+
+
+class CallerResponse(WireResponse):
+    """Who the credential proves, and what it may do."""
+
+    enterprise: str
+    principal: str
+    kind: CallerKindName
+    roles: list[str] = Field(default_factory=list)
+    permissions: list[str] = Field(
+        default_factory=list,
+        description="Usable permissions: an API key never has management-class ones",
+    )
+    agent_selectors: list[str] = Field(default_factory=list)
+    subject_selectors: list[str] = Field(default_factory=list)
 
 
 # errors

@@ -1,13 +1,21 @@
-"""Use-case handlers: a parsed wire request in, one service call, a wire response out."""
+"""Use-case handlers: an authorized request in, one service call, a wire response out.
+
+`jennah.api.routes` has matched the route, authenticated the caller, checked
+the route's permission (and, on a route naming a scope, opened the scope
+through `Access.open_scope`) and parsed the request before a handler runs.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from pydantic import BaseModel
 
 from jennah.api import dto
 from jennah.bootstrap import Container
+from jennah.domain.access import ApiKey, Caller, CallerKind, RoleBinding, ScopeKind
 from jennah.domain.models import (
     Direction,
     FilterOperator,
@@ -15,13 +23,14 @@ from jennah.domain.models import (
     GraphNode,
     MemoryRecord,
     MetadataFilter,
-    ScopeRef,
+    ScopeRecord,
 )
 from jennah.errors import InvalidArgument
-from jennah.services import commands
+from jennah.services import admin, commands
 from jennah.services import commit as commit_service
 from jennah.services import inspect as inspect_service
 from jennah.services import query as query_service
+from jennah.services.access import OpenedScope
 
 
 @dataclass
@@ -32,12 +41,37 @@ class Reply:
     headers: dict[str, str] = field(default_factory=dict)
 
 
+@dataclass(frozen=True)
+class Call:
+    """One authenticated and authorized request, as a handler sees it."""
+
+    container: Container
+    caller: Caller
+    path: Mapping[str, str]
+    request: Any  # the parsed body or query parameters; None when the route takes neither
+    opened: OpenedScope | None = None  # set on routes whose path names a scope
+
+    @property
+    def scope(self) -> OpenedScope:
+        assert self.opened is not None, "this route does not name a scope"
+        return self.opened
+
+
 # memory:commit
 
 
-def commit(scope: ScopeRef, request: dto.CommitRequest, container: Container) -> Reply:
-    command = commands.CommitCommand.model_validate({"scope": scope, **request.model_dump()})
-    result = commit_service.commit(command, container.store, container.embedder, container.now)
+def commit(call: Call) -> Reply:
+    container, request = call.container, call.request
+    command = commands.CommitCommand.model_validate(
+        {"scope": call.scope.ref, **request.model_dump()}
+    )
+    result = commit_service.commit(
+        command,
+        container.store,
+        container.embedder,
+        container.now,
+        registration=call.scope.registration,
+    )
     return Reply(
         dto.CommitResponse(
             commit_timestamp=result.commit_timestamp,
@@ -55,9 +89,10 @@ def commit(scope: ScopeRef, request: dto.CommitRequest, container: Container) ->
 # memory:query
 
 
-def query(scope: ScopeRef, request: dto.QueryRequest, container: Container) -> Reply:
+def query(call: Call) -> Reply:
+    container, request = call.container, call.request
     command = commands.QueryCommand(
-        scope=scope,
+        scope=call.scope.ref,
         semantic=_semantic(request.semantic),
         graph=_graph(request.graph),
     )
@@ -131,9 +166,10 @@ def _filter(flt: dto.Filter, field: str) -> MetadataFilter:
 # memory:inspect
 
 
-def inspect(scope: ScopeRef, params: dto.InspectParams, container: Container) -> Reply:
+def inspect(call: Call) -> Reply:
+    container, params = call.container, call.request
     command = inspect_service.InspectCommand(
-        scope=scope,
+        scope=call.scope.ref,
         graph=params.graph,
         as_of_valid=params.as_of_valid,
         all_history=params.all_history,
@@ -152,7 +188,156 @@ def inspect(scope: ScopeRef, params: dto.InspectParams, container: Container) ->
     )
 
 
-# domain -> wire
+# administration: the caller, API keys, role bindings, users
+
+
+def get_caller(call: Call) -> Reply:
+    container = call.container
+    view = admin.describe_caller(container.identity, call.caller)
+    grants = view.usable
+    return Reply(
+        dto.CallerResponse(
+            enterprise=call.caller.enterprise_id,
+            principal=call.caller.principal,
+            kind="API_KEY" if call.caller.kind is CallerKind.API_KEY else "USER",
+            roles=[r.value for r in view.roles],
+            permissions=sorted(str(p) for p in grants.permissions),
+            agent_selectors=list(grants.agent_selectors),
+            subject_selectors=list(grants.subject_selectors),
+        )
+    )
+
+
+def create_api_key(call: Call) -> Reply:
+    request: dto.CreateApiKeyRequest = call.request
+    spec = admin.KeySpec.model_validate(request.model_dump())
+    container = call.container
+    created = admin.create_api_key(container.identity, call.caller, spec, container.now())
+    resource = key_out(created.view).model_copy(update={"key_string": created.key_string})
+    return Reply(resource, headers={"Cache-Control": "no-store"})
+
+
+def list_api_keys(call: Call) -> Reply:
+    container = call.container
+    views = admin.list_api_keys(container.identity, call.caller, container.now())
+    return Reply(dto.ListApiKeysResponse(api_keys=[key_out(v) for v in views]))
+
+
+def revoke_api_key(call: Call) -> Reply:
+    container = call.container
+    view = admin.revoke_api_key(
+        container.identity, call.caller, call.path["keyId"], container.now()
+    )
+    return Reply(key_out(view))
+
+
+def grant_role(call: Call) -> Reply:
+    spec = admin.GrantSpec.model_validate(call.request.model_dump())
+    container = call.container
+    binding = admin.grant_role(container.identity, call.caller, spec, container.now())
+    return Reply(binding_out(binding))
+
+
+def revoke_role(call: Call) -> Reply:
+    request: dto.RevokeRoleRequest = call.request
+    admin.revoke_role(call.container.identity, call.caller, request.principal, request.role)
+    return Reply(dto.Empty())
+
+
+def list_role_bindings(call: Call) -> Reply:
+    params: dto.ListRoleBindingsParams = call.request
+    bindings = admin.list_role_bindings(call.container.identity, call.caller, params.principal)
+    return Reply(dto.ListRoleBindingsResponse(role_bindings=[binding_out(b) for b in bindings]))
+
+
+def create_user(call: Call) -> Reply:
+    request: dto.CreateUserRequest = call.request
+    container = call.container
+    user, token = admin.create_user(
+        container.identity, call.caller, request.principal, container.now()
+    )
+    resource = dto.UserResource(principal=user.principal, create_time=user.created_at, token=token)
+    return Reply(resource, headers={"Cache-Control": "no-store"})
+
+
+# scopes
+
+
+def list_scopes(call: Call) -> Reply:
+    params: dto.ListScopesParams = call.request
+    kind = None if params.kind is None else _kind(params.kind)
+    records = admin.list_scopes(call.container.access, call.container.store, call.caller, kind)
+    return Reply(dto.ListScopesResponse(scopes=[scope_out(r, "scopes") for r in records]))
+
+
+def list_agents(call: Call) -> Reply:
+    container = call.container
+    records = admin.list_scopes(container.access, container.store, call.caller, ScopeKind.AGENT)
+    return Reply(dto.ListAgentsResponse(agents=[scope_out(r, "agents") for r in records]))
+
+
+def create_scope(call: Call) -> Reply:
+    request: dto.CreateScopeRequest = call.request
+    container = call.container
+    record = admin.create_scope(
+        container.access, container.store, call.caller, request.scope_id, _kind(request.kind)
+    )
+    return Reply(scope_out(record, "scopes"))
+
+
+def destroy_scope(call: Call) -> Reply:
+    erased = admin.destroy_scope(call.container.store, call.scope)
+    return Reply(dto.DestroyScopeResponse(scope_id=call.scope.ref.scope_id, rows_erased=erased))
+
+
+def _kind(name: str) -> ScopeKind:
+    return ScopeKind.AGENT if name == "AGENT" else ScopeKind.SUBJECT
+
+
+# domain -> wire (administration)
+
+
+def key_out(view: admin.KeyView) -> dto.ApiKeyResource:
+    key: ApiKey = view.key
+    return dto.ApiKeyResource(
+        name=f"apiKeys/{key.key_id}",
+        key_id=key.key_id,
+        display_name=key.display_name,
+        roles=[b.role.value for b in view.bindings],
+        agent_selectors=_union(b.agent_selectors for b in view.bindings),
+        subject_selectors=_union(b.subject_selectors for b in view.bindings),
+        created_by=key.created_by,
+        create_time=key.created_at,
+        expire_time=key.expire_time,
+        revoke_time=key.revoked_at,
+        state=view.state,
+    )
+
+
+def _union(lists: Any) -> list[str]:
+    return list(dict.fromkeys(item for items in lists for item in items))
+
+
+def binding_out(binding: RoleBinding) -> dto.RoleBindingResource:
+    return dto.RoleBindingResource(
+        principal=binding.principal,
+        role=binding.role.value,
+        agent_selectors=binding.agent_selectors,
+        subject_selectors=binding.subject_selectors,
+    )
+
+
+def scope_out(record: ScopeRecord, collection: str) -> dto.ScopeResource:
+    return dto.ScopeResource(
+        name=f"{collection}/{record.scope.scope_id}",
+        scope_id=record.scope.scope_id,
+        kind="AGENT" if record.kind == ScopeKind.AGENT.value else "SUBJECT",
+        create_time=record.created_at,
+        created_by=record.created_by,
+    )
+
+
+# domain -> wire (memory)
 
 
 def chunk_out(record: MemoryRecord, score: float | None = None) -> dto.Chunk:

@@ -20,14 +20,18 @@ from pydantic.json_schema import GenerateJsonSchema, JsonSchemaMode, models_json
 import jennah
 from jennah.api import dto
 from jennah.api.routes import ALL_ROUTES, Route
+from jennah.domain.access import MANAGEMENT_PERMISSIONS
 
 COMMITTED = Path(__file__).with_name("openapi.json")
 OPENAPI_PATH = "/openapi.json"
 _REF = "#/components/schemas/{model}"
 _ERRORS = {
     "400": "INVALID_ARGUMENT or FAILED_PRECONDITION: the message names the field or bound",
-    "401": "UNAUTHENTICATED: missing or invalid bearer token",
-    "404": "NOT_FOUND: no such route, or a named chunk, edge or node does not exist",
+    "401": "UNAUTHENTICATED: missing, malformed, revoked or expired credential",
+    "403": "PERMISSION_DENIED: the caller lacks the permission (management-class "
+    "permissions are never usable with an API key)",
+    "404": "NOT_FOUND: no such route or resource; a scope the caller does not reach is "
+    "answered exactly as one that does not exist",
     "405": "the path exists, but not for this HTTP method",
     "default": "any other error, as a google.rpc.Status",
 }
@@ -51,7 +55,9 @@ def build_document(routes: tuple[Route, ...] = ALL_ROUTES) -> dict[str, Any]:
                 "Long-term memory for AI agents. Bodies are proto3 JSON: camelCase, int64 "
                 "as strings, enums by name, RFC 3339 timestamps. Errors are google.rpc.Status "
                 "objects under `error`. Agent workspaces and subject scopes share one "
-                "identifier space: /v1/agents/X and /v1/scopes/X address the same memory."
+                "identifier space: /v1/scopes/X reaches scope X of either kind, "
+                "/v1/agents/X only an agent workspace. A scope the caller does not reach "
+                "is answered exactly as one that does not exist."
             ),
         },
         "servers": [{"url": "http://127.0.0.1:8080", "description": "jnh serve"}],
@@ -69,7 +75,11 @@ def build_document(routes: tuple[Route, ...] = ALL_ROUTES) -> dict[str, Any]:
                 "bearerAuth": {
                     "type": "http",
                     "scheme": "bearer",
-                    "description": "`jnh auth print-token` prints the local server's token",
+                    "description": (
+                        "An API key (jk_…), a Google-signed ID token (production users), "
+                        "or a development user credential (ju_…; `jnh auth print-token` "
+                        "prints the local root's)"
+                    ),
                 }
             },
         },
@@ -119,8 +129,11 @@ def _operation(route: Route) -> dict[str, Any]:
     operation: dict[str, Any] = {
         "operationId": route.operation_id,
         "summary": route.summary,
+        "description": _access_text(route),
         "parameters": _parameters(route),
     }
+    if route.permission is not None:
+        operation["x-jennah-permission"] = str(route.permission)
     if route.request_model is not None:
         operation["requestBody"] = {
             "required": True,
@@ -136,18 +149,28 @@ def _operation(route: Route) -> dict[str, Any]:
     return operation
 
 
+def _access_text(route: Route) -> str:
+    if route.permission is None:
+        return "Any authenticated caller."
+    text = f"Requires {route.permission}"
+    if route.permission in MANAGEMENT_PERMISSIONS:
+        text += " (management-class: a user, never an API key)"
+    if route.scope is not None:
+        text += " and reach over the scope; without reach the scope is answered as missing"
+    return text + "."
+
+
 def _parameters(route: Route) -> list[dict[str, Any]]:
-    parameters: list[dict[str, Any]] = []
-    if route.path_param is not None:
-        parameters.append(
-            {
-                "name": route.path_param,
-                "in": "path",
-                "required": True,
-                "description": "1-128 letters, digits, '_', '.', ':' or '-'",
-                "schema": {"type": "string", "pattern": r"^[A-Za-z0-9_.:\-]{1,128}$"},
-            }
-        )
+    parameters: list[dict[str, Any]] = [
+        {
+            "name": name,
+            "in": "path",
+            "required": True,
+            "description": "1-128 letters, digits, '_', '.', ':' or '-'",
+            "schema": {"type": "string", "pattern": r"^[A-Za-z0-9_.:\-]{1,128}$"},
+        }
+        for name in route.path_params
+    ]
     if route.params_model is not None:
         schema = route.params_model.model_json_schema(
             mode="validation", ref_template=_REF, schema_generator=_Generator

@@ -1,9 +1,12 @@
 """HTTP routing shared by every Cloud Function and by `jnh serve`.
 
 Each function serves its own routes only (`COMMIT_ROUTES`, `QUERY_ROUTES`,
-`INSPECT_ROUTES`); `jnh serve` mounts `ALL_ROUTES`. A request goes through:
-match the path (404) and the method (405), authenticate (401), validate the
-path id (400), parse the body or query parameters strictly (400), call one
+`INSPECT_ROUTES`, `SCOPE_ROUTES`, `ADMIN_ROUTES`); `jnh serve` mounts
+`ALL_ROUTES`. A request goes through: match the path (404) and the method
+(405), authenticate (401), validate the path ids (400), authorize (every
+route declares its permission: `Access.open_scope` on a route naming a scope,
+404 without reach and 403 without the permission; `Access.require`
+elsewhere, 403), parse the body or query parameters strictly (400), call one
 handler, and map any error once, in `jennah.api.errors`.
 """
 
@@ -13,7 +16,7 @@ import functools
 import json
 import re
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,30 +27,45 @@ from jennah.api import dto, handlers, logs
 from jennah.api.errors import MethodNotAllowed, error_response, from_validation_error
 from jennah.bootstrap import Container
 from jennah.domain import rules
-from jennah.domain.models import ScopeRef
+from jennah.domain.access import Caller, Permission, ScopeKind
 from jennah.errors import Internal, InvalidArgument, JennahError, NotFound
+from jennah.services.access import Access, OpenedScope
 
-Handler = Callable[[ScopeRef, Any, Container], handlers.Reply]
+Handler = Callable[[handlers.Call], handlers.Reply]
 _PARAM = re.compile(r"\{(\w+)\}")
 
 
 @dataclass(frozen=True)
+class ScopeAccess:
+    """How a route opens the scope its path names (`Access.open_scope`)."""
+
+    kind: ScopeKind | None  # AGENT on /v1/agents/…, None on /v1/scopes/… (any kind)
+    create: bool = False  # a write: the first one registers the scope
+
+
+@dataclass(frozen=True)
 class Route:
-    """One operation: a path template such as /v1/scopes/{scopeId}/memory:commit."""
+    """One operation: a path template such as /v1/scopes/{scopeId}/memory:commit.
+
+    `permission` is what the caller needs (None: any authenticated caller);
+    with `scope`, the path's one parameter names a scope, which the caller
+    must also reach.
+    """
 
     method: str
     template: str
     handler: Handler
     operation_id: str
     summary: str
+    permission: Permission | None
+    scope: ScopeAccess | None = None
     request_model: type[BaseModel] | None = None  # the JSON body
     params_model: type[BaseModel] | None = None  # the query parameters
     response_model: type[BaseModel] | None = None
 
     @property
-    def path_param(self) -> str | None:
-        found = _PARAM.search(self.template)
-        return found.group(1) if found else None
+    def path_params(self) -> list[str]:
+        return _PARAM.findall(self.template)
 
     @property
     def pattern(self) -> re.Pattern[str]:
@@ -65,8 +83,14 @@ def _compile(template: str) -> re.Pattern[str]:
 
 
 def _memory_routes(
-    method: str, verb: str, handler: Handler, summary: str, **models: type[BaseModel]
+    method: str,
+    verb: str,
+    handler: Handler,
+    summary: str,
+    permission: Permission,
+    **models: type[BaseModel],
 ) -> tuple[Route, ...]:
+    create = permission is Permission.MEMORY_COMMIT
     return tuple(
         Route(
             method=method,
@@ -74,11 +98,13 @@ def _memory_routes(
             handler=handler,
             operation_id=f"{collection}.memory.{verb}",
             summary=f"{summary} ({noun})",
+            permission=permission,
+            scope=ScopeAccess(kind, create=create),
             **models,
         )
-        for collection, param, noun in (
-            ("agents", "agentInstanceId", "agent workspace"),
-            ("scopes", "scopeId", "subject scope"),
+        for collection, param, noun, kind in (
+            ("agents", "agentInstanceId", "agent workspace", ScopeKind.AGENT),
+            ("scopes", "scopeId", "any scope", None),
         )
     )
 
@@ -87,7 +113,9 @@ COMMIT_ROUTES = _memory_routes(
     "POST",
     "commit",
     handlers.commit,
-    "Write chunks, nodes, edges and supersessions in one atomic transaction",
+    "Write chunks, nodes, edges and supersessions in one atomic transaction; "
+    "the first write creates the scope",
+    Permission.MEMORY_COMMIT,
     request_model=dto.CommitRequest,
     response_model=dto.CommitResponse,
 )
@@ -96,6 +124,7 @@ QUERY_ROUTES = _memory_routes(
     "query",
     handlers.query,
     "Query memory by meaning and metadata, through the graph, now or as of a valid time",
+    Permission.MEMORY_QUERY,
     request_model=dto.QueryRequest,
     response_model=dto.QueryResponse,
 )
@@ -104,10 +133,85 @@ INSPECT_ROUTES = _memory_routes(
     "inspect",
     handlers.inspect,
     "List a scope's chunks and, with graph=true, its nodes and edges, page by page",
+    Permission.MEMORY_QUERY,
     params_model=dto.InspectParams,
     response_model=dto.InspectResponse,
 )
-ALL_ROUTES: tuple[Route, ...] = COMMIT_ROUTES + QUERY_ROUTES + INSPECT_ROUTES
+SCOPE_ROUTES: tuple[Route, ...] = (
+    Route(
+        "GET", "/v1/agents", handlers.list_agents, "agents.list",
+        "List the agent workspaces the caller reaches", Permission.SCOPES_LIST,
+        response_model=dto.ListAgentsResponse,
+    ),
+    Route(
+        "GET", "/v1/scopes", handlers.list_scopes, "scopes.list",
+        "List the scopes (agent workspaces and subject scopes) the caller reaches",
+        Permission.SCOPES_LIST,
+        params_model=dto.ListScopesParams, response_model=dto.ListScopesResponse,
+    ),
+    Route(
+        "POST", "/v1/scopes", handlers.create_scope, "scopes.create",
+        "Create an empty scope explicitly (a first write also creates one)",
+        Permission.MEMORY_COMMIT,
+        request_model=dto.CreateScopeRequest, response_model=dto.ScopeResource,
+    ),
+    Route(
+        "DELETE", "/v1/scopes/{scopeId}", handlers.destroy_scope, "scopes.delete",
+        "Destroy a scope: erase every memory record, node, edge, execution-log step, "
+        "evidence line and formation-key record of it",
+        Permission.SCOPES_DESTROY, scope=ScopeAccess(None),
+        response_model=dto.DestroyScopeResponse,
+    ),
+)  # fmt: skip
+ADMIN_ROUTES: tuple[Route, ...] = (
+    Route(
+        "GET", "/v1/caller", handlers.get_caller, "caller.get",
+        "Who the credential proves: enterprise, principal, roles, permissions, reach", None,
+        response_model=dto.CallerResponse,
+    ),
+    Route(
+        "POST", "/v1/apiKeys", handlers.create_api_key, "apiKeys.create",
+        "Create an API key and its role binding; the answer shows keyString once",
+        Permission.KEYS_MANAGE,
+        request_model=dto.CreateApiKeyRequest, response_model=dto.ApiKeyResource,
+    ),
+    Route(
+        "GET", "/v1/apiKeys", handlers.list_api_keys, "apiKeys.list",
+        "List the enterprise's API keys, revoked and expired ones included",
+        Permission.KEYS_MANAGE, response_model=dto.ListApiKeysResponse,
+    ),
+    Route(
+        "POST", "/v1/apiKeys/{keyId}:revoke", handlers.revoke_api_key, "apiKeys.revoke",
+        "Revoke an API key: it authenticates no more", Permission.KEYS_MANAGE,
+        response_model=dto.ApiKeyResource,
+    ),
+    Route(
+        "POST", "/v1/roleBindings:grant", handlers.grant_role, "roleBindings.grant",
+        "Bind a role and reach to a principal (only a root grants root)",
+        Permission.ROLES_MANAGE,
+        request_model=dto.GrantRoleRequest, response_model=dto.RoleBindingResource,
+    ),
+    Route(
+        "POST", "/v1/roleBindings:revoke", handlers.revoke_role, "roleBindings.revoke",
+        "Remove a principal's binding of a role (only a root revokes root)",
+        Permission.ROLES_MANAGE,
+        request_model=dto.RevokeRoleRequest, response_model=dto.Empty,
+    ),
+    Route(
+        "GET", "/v1/roleBindings", handlers.list_role_bindings, "roleBindings.list",
+        "List the enterprise's role bindings, or one principal's", Permission.ROLES_MANAGE,
+        params_model=dto.ListRoleBindingsParams, response_model=dto.ListRoleBindingsResponse,
+    ),
+    Route(
+        "POST", "/v1/users", handlers.create_user, "users.create",
+        "Create a user with a development credential, shown once (local servers)",
+        Permission.ROLES_MANAGE,
+        request_model=dto.CreateUserRequest, response_model=dto.UserResource,
+    ),
+)  # fmt: skip
+ALL_ROUTES: tuple[Route, ...] = (
+    COMMIT_ROUTES + QUERY_ROUTES + INSPECT_ROUTES + SCOPE_ROUTES + ADMIN_ROUTES
+)
 
 
 def serve(request: flask.Request, routes: Sequence[Route], container: Container) -> flask.Response:
@@ -142,35 +246,52 @@ def serve(request: flask.Request, routes: Sequence[Route], container: Container)
 def dispatch(
     request: flask.Request, routes: Sequence[Route], container: Container
 ) -> handlers.Reply:
-    """Route, authenticate, parse and handle; raises JennahError on any refusal."""
-    route, path_id = match(request.method, request.path, routes)
-    caller = container.authenticator.authenticate(request.headers.get("Authorization"))
-    param = route.path_param or "id"
-    rules.validate_identifier(path_id, param)
-    scope = ScopeRef(enterprise_id=caller.enterprise_id, scope_id=path_id)
+    """Route, authenticate, authorize, parse and handle; raises JennahError on any refusal."""
+    route, path = match(request.method, request.path, routes)
+    access = container.access
+    caller = access.authenticate(request.headers.get("Authorization"))
+    for name, value in path.items():
+        rules.validate_identifier(value, name)
+    opened = authorize(access, caller, route, path)
     if route.request_model is not None:
-        parsed = parse_body(request.get_data(cache=False), route.request_model)
+        parsed: Any = parse_body(request.get_data(cache=False), route.request_model)
     elif route.params_model is not None:
         parsed = parse_params(request.args, route.params_model)
     else:
         parsed = None
-    return route.handler(scope, parsed, container)
+    return route.handler(handlers.Call(container, caller, path, parsed, opened))
 
 
-def match(method: str, path: str, routes: Sequence[Route]) -> tuple[Route, str]:
-    """The route for a method and path, and the path id; NotFound or MethodNotAllowed."""
-    found: list[tuple[Route, str]] = []
+def authorize(
+    access: Access, caller: Caller, route: Route, path: Mapping[str, str]
+) -> OpenedScope | None:
+    """The route's permission, and reach over the scope it names (see the module doc)."""
+    if route.scope is not None:
+        assert route.permission is not None, f"{route.operation_id} names a scope"
+        (param,) = route.path_params
+        return access.open_scope(
+            caller, path[param], route.scope.kind, route.permission, create=route.scope.create
+        )
+    if route.permission is not None:
+        access.require(caller, route.permission)
+    return None
+
+
+def match(method: str, path: str, routes: Sequence[Route]) -> tuple[Route, dict[str, str]]:
+    """The route for a method and path, and its path parameters; NotFound or
+    MethodNotAllowed."""
+    found: list[tuple[Route, dict[str, str]]] = []
     for route in routes:
         hit = route.pattern.match(path)
         if hit is not None:
-            found.append((route, next(iter(hit.groupdict().values()), "")))
+            found.append((route, hit.groupdict()))
     if not found:
         raise NotFound(
             f"no such resource: {path}", reason="ROUTE_NOT_FOUND", metadata={"path": path[:200]}
         )
-    for route, path_id in found:
+    for route, params in found:
         if route.method == method or (method == "HEAD" and route.method == "GET"):
-            return route, path_id
+            return route, params
     raise MethodNotAllowed(method, path, sorted({route.method for route, _ in found}))
 
 

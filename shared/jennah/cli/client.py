@@ -82,8 +82,11 @@ class ApiClient:
     def post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
         return self._call("POST", path, json=body)
 
-    def get(self, path: str, params: dict[str, str]) -> dict[str, Any]:
-        return self._call("GET", path, params=params)
+    def get(self, path: str, params: dict[str, str] | None = None) -> dict[str, Any]:
+        return self._call("GET", path, params=params or {})
+
+    def delete(self, path: str) -> dict[str, Any]:
+        return self._call("DELETE", path)
 
     def _call(self, method: str, path: str, **kwargs: Any) -> dict[str, Any]:
         headers = {"Authorization": f"Bearer {self.token}"} if self.token else {}
@@ -120,9 +123,19 @@ def _answer(response: httpx.Response) -> dict[str, Any]:
     )
 
 
+def local_failure(err: JennahError) -> ApiError:
+    """An error found on this side of the wire, reported (and exited) like a server's."""
+    return ApiError(err.status, err.http_status, err.message)
+
+
+def segment(value: str) -> str:
+    """A value escaped as one path segment."""
+    return quote(value, safe=":")
+
+
 def resource_path(collection: str, resource_id: str, verb: str) -> str:
     """/v1/{collection}/{id}/memory:{verb}, with the id escaped as one path segment."""
-    return f"/v1/{collection}/{quote(resource_id, safe=':')}/memory:{verb}"
+    return f"/v1/{collection}/{segment(resource_id)}/memory:{verb}"
 
 
 def local_token(data_dir: Path) -> str | None:

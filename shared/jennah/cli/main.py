@@ -5,6 +5,8 @@ from __future__ import annotations
 import click
 
 import jennah
+from jennah.cli import scopes as scope_commands
+from jennah.cli.admin import keys, roles, users
 from jennah.cli.auth import auth
 from jennah.cli.client import EXIT_CODES_HELP
 from jennah.cli.memory import memory_group
@@ -22,14 +24,16 @@ CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
     Start a local server with `jnh serve`, then commit and query memory with
     `jnh agents memory …` or `jnh scopes memory …` (agent workspaces and subject
     scopes share one identifier space). Every API command takes --endpoint
-    (JENNAH_ENDPOINT), --token (JENNAH_TOKEN; the local root token by default)
-    and -o json|table|name. Errors print the server's message on standard error.
+    (JENNAH_ENDPOINT), --token (JENNAH_TOKEN, else the credential saved by
+    `jnh auth login`, else the local root credential) and -o json|table|name.
+    Errors print the server's message on standard error.
 
     \b
     Example:
       jnh serve &
       jnh scopes memory commit bot.support --from-file memories.yaml
       jnh scopes memory query bot.support --text "where does Alice work"
+      jnh keys create --display-name support-bot --role member --agent-selector 'bot.*'
     """,
     epilog=EXIT_CODES_HELP,
 )
@@ -41,11 +45,13 @@ def cli(ctx: click.Context) -> None:
 
 @click.group(
     "agents",
-    short_help="Agent workspaces: jnh agents memory commit|query|inspect.",
-    help="""Agent workspaces. /v1/agents/X and /v1/scopes/X address the same memory.
+    short_help="Agent workspaces: list, memory commit|query|inspect.",
+    help="""Agent workspaces. /v1/agents/X reaches agent workspace X only; /v1/scopes/X
+    reaches the same workspace (and subject scopes too).
 
     \b
     Example:
+      jnh agents list
       jnh agents memory query support-bot --text "what does the user prefer"
     """,
 )
@@ -55,24 +61,30 @@ def agents() -> None:
 
 @click.group(
     "scopes",
-    short_help="Subject scopes: jnh scopes memory commit|query|inspect.",
-    help="""Subject scopes. /v1/scopes/X and /v1/agents/X address the same memory.
+    short_help="Scopes: list, create, destroy, memory commit|query|inspect.",
+    help="""Scopes: agent workspaces and subject scopes, which share one identifier
+    space. /v1/scopes/X reaches scope X whatever its kind; /v1/agents/X only an
+    agent workspace. A scope you do not reach is answered as though it did not exist.
 
     \b
     Example:
+      jnh scopes list
       jnh scopes memory inspect bot.support --graph
+      jnh scopes destroy bot.test --yes
     """,
 )
 def scopes() -> None:
     """The `scopes` group."""
 
 
+agents.add_command(scope_commands.list_agents)
 agents.add_command(memory_group("agents", "AGENT", "the agent workspace"))
+scopes.add_command(scope_commands.list_scopes)
+scopes.add_command(scope_commands.create_scope)
+scopes.add_command(scope_commands.destroy_scope)
 scopes.add_command(memory_group("scopes", "SCOPE", "the scope"))
-cli.add_command(serve)
-cli.add_command(auth)
-cli.add_command(agents)
-cli.add_command(scopes)
+for command in (serve, auth, agents, scopes, keys, roles, users):
+    cli.add_command(command)
 
 
 def main() -> None:

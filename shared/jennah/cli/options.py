@@ -13,6 +13,7 @@ import httpx
 from pydantic import ValidationError
 
 from jennah.cli.client import ApiClient, local_token
+from jennah.cli.config import read_login
 from jennah.cli.render import OUTPUT_FORMATS
 from jennah.settings import Settings
 
@@ -37,10 +38,21 @@ class ClientOptions:
         state = click.get_current_context().find_object(CliState)
         return ApiClient(
             endpoint=self.endpoint or settings.endpoint,
-            token=self.token or local_token(settings.data_dir),
+            token=resolve_token(self.token, settings.data_dir),
             timeout=self.timeout,
             transport=state.transport if state else None,
         )
+
+
+def resolve_token(given: str | None, data_dir: Path) -> str | None:
+    """--token, else JENNAH_TOKEN (click reads both into `given`), else the credential
+    saved by `jnh auth login`, else the local server's root credential."""
+    if given:
+        return given
+    login = read_login()
+    if login is not None:
+        return login.token
+    return local_token(data_dir)
 
 
 def load_settings(data_dir: Path | None) -> Settings:
@@ -69,8 +81,8 @@ _CLIENT_OPTIONS = (
         "--token",
         envvar="JENNAH_TOKEN",
         metavar="TOKEN",
-        help="Bearer token [default: JENNAH_TOKEN, else the local server's root token "
-        "from --data-dir].",
+        help="Bearer credential [default: JENNAH_TOKEN, else the one saved by "
+        "`jnh auth login`, else the local server's root credential from --data-dir].",
     ),
     data_dir_option,
     click.option(

@@ -39,6 +39,8 @@ def cell(value: Any, field: str = "") -> str:
         return "-"
     if isinstance(value, Mapping):
         return ",".join(f"{k}={v}" for k, v in value.items()) or "-"
+    if isinstance(value, list):
+        return ",".join(str(v) for v in value) or "-"
     if isinstance(value, float):
         return f"{value:.4f}"
     text = " ".join(str(value).split())
@@ -93,11 +95,13 @@ def emit_section(title: str, columns: Sequence[str], rows: Sequence[Mapping[str,
     click.echo(table(columns, rows))
 
 
-def emit_pairs(pairs: Sequence[tuple[str, Any]]) -> None:
-    """A vertical KEY  VALUE listing; a list value takes one line per item."""
+def emit_pairs(pairs: Sequence[tuple[str, Any]], full: Sequence[str] = ()) -> None:
+    """A vertical KEY  VALUE listing; a list value takes one line per item. Values of
+    the keys in `full` (credentials) are printed whole, never shortened."""
     width = max(len(header(k)) for k, _ in pairs)
     for key, value in pairs:
         items = value if isinstance(value, list) else [value]
         for i, item in enumerate(items or ["-"]):
             label = header(key) if i == 0 else ""
-            click.echo(f"{label.ljust(width)}  {cell(item)}".rstrip())
+            text = str(item) if key in full and item else cell(item)
+            click.echo(f"{label.ljust(width)}  {text}".rstrip())

@@ -6,6 +6,7 @@ import logging
 import signal
 from pathlib import Path
 from types import FrameType
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 import click
@@ -14,18 +15,22 @@ from jennah.auth import credentials_path
 from jennah.cli.options import data_dir_option, load_settings
 from jennah.settings import Settings
 
+if TYPE_CHECKING:
+    from jennah.bootstrap import LocalRoot
+
 DEFAULT_PORT = 8080
 
 
 @click.command(
     "serve",
     short_help="Serve the whole API locally, in one process.",
-    help="""Serve the Jennah Memory API locally: every function (memory:commit,
-    memory:query, memory:inspect) and GET /openapi.json in one threaded process.
+    help="""Serve the Jennah Memory API locally: every function (memory, scopes,
+    administration) and GET /openapi.json in one threaded process.
 
-    The first start with a data directory creates <data-dir>/credentials.json
-    (mode 0600) with the local root user's bearer token; later starts reuse it.
-    `jnh auth print-token` prints it. The store and embedder come from
+    The first start with a data directory creates the local enterprise ("local")
+    with its root user (user:root) and writes the root's credential to
+    <data-dir>/credentials.json (mode 0600); later starts reuse it. jnh commands
+    use it automatically and `jnh auth print-token` prints it. The store and embedder come from
     JENNAH_STORE (sqlite, the default, at <data-dir>/memory.db; or spanner) and
     JENNAH_EMBEDDER (minilm, the default; or hashing for fast tests). --host and
     --port default to those of JENNAH_ENDPOINT (http://127.0.0.1:8080).
@@ -48,13 +53,14 @@ def serve(host: str | None, port: int | None, data_dir: Path | None, no_preload:
     from werkzeug.serving import make_server  # the server's imports stay off other commands
 
     from jennah.api.app import create_app
-    from jennah.bootstrap import Container
+    from jennah.bootstrap import Container, ensure_local_root
 
     settings = load_settings(data_dir)
     default_host, default_port = _endpoint_address(settings.endpoint)
     container = Container(settings)
+    root = ensure_local_root(container)
     if no_preload:
-        _ = container.authenticator, container.store
+        _ = container.access
     else:
         container.warm()
     logging.getLogger("werkzeug").setLevel(logging.WARNING)
@@ -64,7 +70,7 @@ def serve(host: str | None, port: int | None, data_dir: Path | None, no_preload:
         create_app(container),
         threaded=True,
     )
-    _print_banner(settings, host or default_host, server.port)
+    _print_banner(settings, host or default_host, server.port, root)
     signal.signal(signal.SIGTERM, _stop)
     try:
         server.serve_forever()
@@ -80,7 +86,7 @@ def _endpoint_address(endpoint: str) -> tuple[str, int]:
     return parts.hostname or "127.0.0.1", parts.port or DEFAULT_PORT
 
 
-def _print_banner(settings: Settings, host: str, port: int) -> None:
+def _print_banner(settings: Settings, host: str, port: int, root: LocalRoot) -> None:
     url = f"http://{host}:{port}"
     store = (
         f"sqlite at {settings.data_dir / 'memory.db'}"
@@ -92,9 +98,20 @@ def _print_banner(settings: Settings, host: str, port: int) -> None:
     click.echo(f"  store      {store}")
     click.echo(f"  embedder   {settings.embedder}")
     click.echo(f"  openapi    {url}/openapi.json")
+    click.echo(f"  root       {root.credentials.principal} of enterprise "
+               f"{root.credentials.enterprise_id!r}: {_root_news(root)}")  # fmt: skip
     click.echo(f"  token      jnh auth print-token --data-dir {settings.data_dir}")
-    click.echo(f"             (held in {credentials_path(settings.data_dir)})")
+    click.echo(f"             (held in {credentials_path(settings.data_dir)}; jnh uses it")
+    click.echo("             when no --token, JENNAH_TOKEN or `jnh auth login` says otherwise)")
     click.echo("Press Ctrl+C to stop.", nl=True)
+
+
+def _root_news(root: LocalRoot) -> str:
+    if root.created_enterprise:
+        return "created now"
+    if root.rotated:
+        return "new credential (the previous one was missing or stale)"
+    return "reused"
 
 
 def _stop(signum: int, frame: FrameType | None) -> None:

@@ -13,6 +13,7 @@ from jennah.domain.models import (
     GraphEdge,
     GraphNode,
     MemoryRecord,
+    ScopeRecord,
 )
 from jennah.errors import InvalidArgument, NotFound
 from jennah.ports.embedder import Embedder
@@ -29,15 +30,17 @@ def commit(
     store: MemoryStore,
     embedder: Embedder,
     now: Callable[[], datetime],
+    registration: ScopeRecord | None = None,
 ) -> CommitResult:
     """Write chunks, nodes, edges and supersessions atomically; all or nothing.
 
     A supersession whose replacement carries no validAt closes the old window
-    at the request's receipt time.
+    at the request's receipt time. `registration`, when given, registers the
+    scope in the same transaction (its first write).
     """
     received_at = now()
     _check_bounds(command)
-    plan = CommitPlan(scope=command.scope)
+    plan = CommitPlan(scope=command.scope, registration=registration)
     chunk_texts: list[str] = []
     for i, chunk in enumerate(command.chunks):
         plan.chunks.append(_chunk(command, chunk, f"chunks[{i}]"))

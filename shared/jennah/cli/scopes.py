@@ -1,0 +1,121 @@
+"""`jnh scopes list|create|destroy` and `jnh agents list`: the scopes a caller reaches."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import click
+
+from jennah.cli import render
+from jennah.cli.client import segment
+from jennah.cli.options import ClientOptions, client_options
+
+SCOPE_COLUMNS = ["scopeId", "kind", "createTime", "createdBy"]
+
+
+def _emit_scopes(answer: dict[str, Any], items: list[dict[str, Any]], output: str) -> None:
+    if output == "json":
+        render.emit_json(answer)
+    elif output == "name":
+        render.emit_names([s["scopeId"] for s in items])
+    else:
+        render.emit_section("scopes", SCOPE_COLUMNS, items)
+
+
+@click.command(
+    "list",
+    help="""List the scopes you reach, agent workspaces and subject scopes, with their
+    kind and creation time (GET /v1/scopes). Scopes you do not reach are not listed.
+
+    \b
+    Examples:
+      jnh scopes list
+      jnh scopes list --kind SUBJECT -o name
+    """,
+)
+@click.option(
+    "--kind", type=click.Choice(["AGENT", "SUBJECT"], case_sensitive=False),
+    help="Only scopes of this kind.",
+)  # fmt: skip
+@client_options
+def list_scopes(kind: str | None, opts: ClientOptions) -> None:
+    answer = opts.client().get("/v1/scopes", {"kind": kind.upper()} if kind else {})
+    _emit_scopes(answer, answer.get("scopes", []), opts.output)
+
+
+@click.command(
+    "create",
+    help="""Create an empty scope explicitly (POST /v1/scopes); a first commit also
+    creates one. Needs agent.memory:commit and reach over SCOPE.
+
+    \b
+    Examples:
+      jnh scopes create user.ana
+      jnh scopes create support-bot --kind AGENT
+    """,
+)
+@click.argument("scope_id", metavar="SCOPE")
+@click.option(
+    "--kind", type=click.Choice(["AGENT", "SUBJECT"], case_sensitive=False),
+    default="SUBJECT", show_default=True, help="An agent workspace or a subject scope.",
+)  # fmt: skip
+@client_options
+def create_scope(scope_id: str, kind: str, opts: ClientOptions) -> None:
+    answer = opts.client().post("/v1/scopes", {"scopeId": scope_id, "kind": kind.upper()})
+    _emit_scopes(answer, [answer], opts.output)
+
+
+@click.command(
+    "destroy",
+    help="""Destroy SCOPE: erase every memory record, node, edge, execution-log step,
+    evidence line and formation-key record of it, for good (DELETE /v1/scopes/{id}).
+    Usage records outlive it. Needs agent.scopes:destroy and reach over SCOPE.
+
+    It asks for confirmation; --yes skips the question, and is required when
+    standard input is not a terminal.
+
+    \b
+    Examples:
+      jnh scopes destroy user.ana
+      jnh scopes destroy bot.test --yes
+    """,
+)
+@click.argument("scope_id", metavar="SCOPE")
+@click.option("--yes", "-y", is_flag=True, help="Do not ask for confirmation.")
+@client_options
+def destroy_scope(scope_id: str, yes: bool, opts: ClientOptions) -> None:
+    if not yes:
+        if not stdin_is_interactive():
+            raise click.UsageError(
+                "destroying a scope erases its memory for good: pass --yes to confirm "
+                "when standard input is not a terminal"
+            )
+        click.confirm(f"Erase scope {scope_id!r} and everything in it?", abort=True)
+    answer = opts.client().delete(f"/v1/scopes/{segment(scope_id)}")
+    if opts.output == "json":
+        render.emit_json(answer)
+    elif opts.output == "name":
+        render.emit_names([answer["scopeId"]])
+    else:
+        click.echo(f"Destroyed scope {answer['scopeId']}: {answer.get('rowsErased', '0')} "
+                   "rows erased.")  # fmt: skip
+
+
+def stdin_is_interactive() -> bool:
+    return sys.stdin.isatty()
+
+
+@click.command(
+    "list",
+    help="""List the agent workspaces you reach (GET /v1/agents).
+
+    \b
+    Example:
+      jnh agents list -o name
+    """,
+)
+@client_options
+def list_agents(opts: ClientOptions) -> None:
+    answer = opts.client().get("/v1/agents")
+    _emit_scopes(answer, answer.get("agents", []), opts.output)

@@ -1,0 +1,130 @@
+"""The access matrix on the production adapters: Cloud Spanner (memory) and Firestore
+(identities), each on its local emulator.
+
+The emulators are shared by the whole test session, so each world's enterprise
+ids, principals and key ids carry a unique tag, and "nothing written" compares
+every row and document of the world's two enterprises (and the credential
+indexes that point at them). To keep the emulators' share of the run small,
+one world per route takes every case but `root`, in an order where no case
+disturbs the next (refusals and outsiders first, the root-bound key last), and
+a second world takes `root`.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import pytest
+from google.cloud.firestore_v1.base_query import FieldFilter
+
+from jennah.adapters.embedding.hashing import HashingEmbedder
+from jennah.bootstrap import Container
+from jennah.settings import Settings
+from tests.unit.test_access_matrix import CASES, MATRIX, World, build_world, check_case
+
+pytestmark = [pytest.mark.spanner, pytest.mark.firestore, pytest.mark.slow]
+
+IDENTITY_COLLECTIONS = ("users", "apiKeys", "roleBindings")
+INDEXES = ("userIndex", "apiKeyIndex")
+# the malformed credentials that reach the identity store (the others never leave Access)
+MALFORMED_LOOKUPS = (
+    "Bearer not-a-credential",
+    "Bearer jk_kroot_" + "00" * 32,
+    "Bearer ju_dXNlcjpyb290_" + "00" * 32,
+)
+# refusals and outsiders first; "key" may write, so it comes last
+ORDER = ("nocred", "malformed", "revoked", "expired", "noperm", "noreach", "other", "key")
+
+
+TABLES_WITH_TENANTS = (
+    "SELECT table_name FROM information_schema.columns "
+    "WHERE table_schema = '' AND column_name = 'enterprise_id' ORDER BY table_name"
+)
+
+
+def spanner_rows(database: Any, enterprises: tuple[str, ...]) -> dict[str, list[str]]:
+    """Every row of every tenant table that belongs to `enterprises`."""
+    from google.cloud import spanner
+
+    ids = spanner.param_types.Array(spanner.param_types.STRING)
+    rows: dict[str, list[str]] = {}
+    with database.snapshot(multi_use=True) as snapshot:
+        for table in _tenant_tables(database):
+            found = snapshot.execute_sql(
+                f"SELECT * FROM {table} WHERE enterprise_id IN UNNEST(@ids)",
+                params={"ids": list(enterprises)},
+                param_types={"ids": ids},
+            )
+            rows[table] = sorted(repr(list(row)) for row in found)
+    return rows
+
+
+_TABLES: dict[str, list[str]] = {}
+
+
+def _tenant_tables(database: Any) -> list[str]:
+    if database.name not in _TABLES:
+        with database.snapshot() as snapshot:
+            _TABLES[database.name] = [row[0] for row in snapshot.execute_sql(TABLES_WITH_TENANTS)]
+    return _TABLES[database.name]
+
+
+def firestore_documents(client: Any, enterprises: tuple[str, ...]) -> dict[str, Any]:
+    documents: dict[str, Any] = {}
+    for enterprise in enterprises:
+        root = client.collection("enterprises").document(enterprise)
+        documents[root.path] = root.get().to_dict()
+        for name in IDENTITY_COLLECTIONS:
+            for doc in root.collection(name).stream():
+                documents[doc.reference.path] = doc.to_dict()
+    for index in INDEXES:
+        pointing = client.collection(index).where(
+            filter=FieldFilter("enterpriseId", "in", list(enterprises))
+        )
+        for doc in pointing.stream():
+            documents[doc.reference.path] = doc.to_dict()
+    return documents
+
+
+@pytest.fixture(scope="module")
+def cloud() -> tuple[Any, Any]:
+    from tests.support.firestore_emulator import firestore_test_client
+    from tests.support.spanner_emulator import spanner_test_database
+
+    return spanner_test_database(), firestore_test_client()
+
+
+def cloud_world(cloud: tuple[Any, Any]) -> World:
+    from jennah.adapters.firestore.identity import FirestoreIdentityStore
+    from jennah.adapters.spanner.store import SpannerStore
+
+    database, client = cloud
+    tag = "-" + uuid.uuid4().hex[:10]
+    container = Container(
+        Settings(embedder="hashing", store="spanner", control="firestore"),
+        store=SpannerStore(database),
+        identity=FirestoreIdentityStore(client),
+        embedder=HashingEmbedder(),
+    )
+    mine = ("local" + tag, "acme" + tag)
+
+    def snapshot(enterprise: str | None) -> Any:
+        chosen = mine if enterprise is None else (enterprise,)
+        return spanner_rows(database, chosen), firestore_documents(client, chosen)
+
+    return build_world(container, snapshot, tag)
+
+
+def test_the_order_covers_every_case() -> None:
+    assert sorted((*ORDER, "root")) == sorted(CASES)
+
+
+@pytest.mark.parametrize("operation_id", sorted(MATRIX))
+def test_matrix_on_spanner_and_firestore(cloud: tuple[Any, Any], operation_id: str) -> None:
+    row = MATRIX[operation_id]
+    world = cloud_world(cloud)
+    for case in ORDER:
+        if getattr(row, case) is not None:
+            check_case(world, operation_id, case, MALFORMED_LOOKUPS)
+    check_case(cloud_world(cloud), operation_id, "root")

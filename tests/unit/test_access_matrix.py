@@ -1,0 +1,416 @@
+"""THE access matrix: every route by every kind of caller that must be refused.
+
+For each route in `routes.ALL_ROUTES` (a route missing from MATRIX fails the
+suite) and each case below, the expected status, and that nothing was
+written: a refused request leaves every row of every enterprise as it was;
+a caller from outside (another enterprise, or without the permission or the
+reach) leaves the target enterprise's rows as they were, and an answer it does
+get names none of that enterprise's scopes, keys or memories.
+
+Cases (the credential each sends):
+  root       the target enterprise's root: the request itself is good
+  other      the root of ANOTHER enterprise; scope ids are per enterprise, so
+             its writes land in its own enterprise and its reads find nothing
+  noperm     a user without the route's permission: one with no role at all
+             when members have the permission (it then has no reach either,
+             so a route naming a scope answers 404), else a member reaching
+             every scope
+  noreach    a member whose selectors reach other scopes only (routes naming
+             no scope: None, not applicable)
+  key        an API key bound to root: 403 on management routes, whatever the role
+  nocred     no Authorization header
+  malformed  several broken or wrong credentials, each refused
+  revoked    a revoked API key bound to root
+  expired    an expired API key bound to root
+
+This module runs the matrix on the in-memory fakes; tests/e2e runs the same
+matrix on the real SQLite stores (`run_case`, `build_world` and `MATRIX` are
+shared).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import flask
+import pytest
+
+from jennah.api.app import create_app
+from jennah.api.routes import ALL_ROUTES
+from jennah.bootstrap import Container
+from jennah.domain.access import (
+    MANAGEMENT_PERMISSIONS,
+    ROLE_PERMISSIONS,
+    ApiKey,
+    Enterprise,
+    Permission,
+    Role,
+    RoleBinding,
+    User,
+)
+from jennah.services.access import api_key_token, hash_secret, user_token
+from tests.unit.fakes import FakeIdentityStore, FakeStore, make_container
+
+TARGET = "local"
+OTHER = "acme"
+CASES = ("root", "other", "noperm", "noreach", "key", "nocred", "malformed", "revoked", "expired")
+OUTSIDERS = ("other", "noperm", "noreach")
+MALFORMED = (
+    "Bearer not-a-credential",
+    "Basic cm9vdDpyb290",
+    "Bearer",
+    "Bearer jk_",
+    "Bearer jk_kroot_" + "00" * 32,  # a real key id (in an untagged world), a wrong secret
+    "Bearer ju_dXNlcjpyb290_" + "00" * 32,  # user:root, a wrong secret
+    "Bearer ju_%%%_x",
+)
+
+
+class Row(NamedTuple):
+    """The request a route is tried with, and the expected status per case (None: n/a).
+    Every route authenticates first: the four credential failures are 401 everywhere."""
+
+    method: str
+    path: str
+    body: dict[str, Any] | None
+    root: int
+    other: int
+    noperm: int
+    noreach: int | None
+    key: int
+    nocred: int = 401
+    malformed: int = 401
+    revoked: int = 401
+    expired: int = 401
+
+
+WRITE = {"chunks": [{"text": "matrix write"}]}
+QUERY = {"semantic": {"queryText": "alpha"}}
+A, S = "/v1/agents/bot.a", "/v1/scopes/team.x"
+
+REQUESTS: dict[str, tuple[str, str, dict[str, Any] | None]] = {
+    "agents.memory.commit": ("POST", f"{A}/memory:commit", WRITE),
+    "scopes.memory.commit": ("POST", f"{S}/memory:commit", WRITE),
+    "agents.memory.query": ("POST", f"{A}/memory:query", QUERY),
+    "scopes.memory.query": ("POST", f"{S}/memory:query", QUERY),
+    "agents.memory.inspect": ("GET", f"{A}/memory:inspect", None),
+    "scopes.memory.inspect": ("GET", f"{S}/memory:inspect", None),
+    "agents.list": ("GET", "/v1/agents", None),
+    "scopes.list": ("GET", "/v1/scopes", None),
+    "scopes.create": ("POST", "/v1/scopes", {"scopeId": "team.y", "kind": "SUBJECT"}),
+    "scopes.delete": ("DELETE", S, None),
+    "caller.get": ("GET", "/v1/caller", None),
+    "apiKeys.create": ("POST", "/v1/apiKeys", {"role": "member", "agentSelectors": ["bot.*"]}),
+    "apiKeys.list": ("GET", "/v1/apiKeys", None),
+    "apiKeys.revoke": ("POST", "/v1/apiKeys/kmember{tag}:revoke", None),
+    "roleBindings.grant": ("POST", "/v1/roleBindings:grant",
+                           {"principal": "user:newcomer{tag}", "role": "member"}),
+    "roleBindings.revoke": ("POST", "/v1/roleBindings:revoke",
+                            {"principal": "user:elsewhere{tag}", "role": "member"}),
+    "roleBindings.list": ("GET", "/v1/roleBindings", None),
+    "users.create": ("POST", "/v1/users", {"principal": "user:newcomer2{tag}"}),
+}  # fmt: skip
+# `{tag}` keeps the names that are unique across enterprises (principals, key ids)
+# apart when worlds share one database (the emulator run); it is "" elsewhere.
+
+EXPECTED: dict[str, tuple[int, int, int, int | None, int]] = {
+    # operation              root other noperm noreach key
+    "agents.memory.commit":  (200, 200, 404, 404, 200),
+    "scopes.memory.commit":  (200, 200, 404, 404, 200),
+    "agents.memory.query":   (200, 404, 404, 404, 200),
+    "scopes.memory.query":   (200, 404, 404, 404, 200),
+    "agents.memory.inspect": (200, 404, 404, 404, 200),
+    "scopes.memory.inspect": (200, 404, 404, 404, 200),
+    "agents.list":           (200, 200, 403, 200, 200),
+    "scopes.list":           (200, 200, 403, 200, 200),
+    "scopes.create":         (200, 200, 403, 404, 200),
+    "scopes.delete":         (200, 404, 403, 404, 200),
+    "caller.get":            (200, 200, 200, 200, 200),
+    "apiKeys.create":        (200, 200, 403, None, 403),
+    "apiKeys.list":          (200, 200, 403, None, 403),
+    "apiKeys.revoke":        (200, 404, 403, None, 403),
+    "roleBindings.grant":    (200, 200, 403, None, 403),
+    "roleBindings.revoke":   (200, 404, 403, None, 403),
+    "roleBindings.list":     (200, 200, 403, None, 403),
+    "users.create":          (200, 200, 403, None, 403),
+}  # fmt: skip
+
+MATRIX: dict[str, Row] = {
+    op: Row(*REQUESTS[op], *EXPECTED[op]) for op in sorted(REQUESTS.keys() & EXPECTED.keys())
+}
+# every (route, case) pair that applies: 18 routes x 9 cases, less the 7 n/a
+MATRIX_CASES = [
+    (op, case) for op, row in MATRIX.items() for case in CASES if getattr(row, case) is not None
+]
+
+
+OK = (200, 200, 200, 200, 200)  # for the world's own requests
+
+# what an outsider's answer must never name
+SECRETS = ("bot.a", "team.x", "kroot{tag}", "kmember{tag}", "krevoked{tag}", "kexpired{tag}",
+           "alpha fact")  # fmt: skip
+
+
+# the world every case runs in
+
+
+Snapshot = Callable[[str | None], Any]
+
+
+@dataclass
+class World:
+    """Two enterprises, their callers and credentials, and a way to read every row:
+    `snapshot(None)` every row there is, `snapshot(enterprise)` one enterprise's."""
+
+    app: flask.Flask
+    tokens: dict[str, str]
+    snapshot: Snapshot
+    tag: str = ""
+
+    @property
+    def target(self) -> str:
+        return TARGET + self.tag
+
+    @property
+    def other(self) -> str:
+        return OTHER + self.tag
+
+    def row(self, operation_id: str) -> Row:
+        """The matrix row with this world's names filled in."""
+        row = MATRIX[operation_id]
+        return row._replace(path=row.path.format(tag=self.tag), body=_fill(row.body, self.tag))
+
+    def secrets(self) -> list[str]:
+        return [secret.format(tag=self.tag) for secret in SECRETS]
+
+    def send(self, row: Row, header: str | None) -> Any:
+        headers = {"Authorization": header} if header is not None else {}
+        return self.app.test_client().open(
+            row.path, method=row.method, headers=headers,
+            data=json.dumps(row.body) if row.body is not None else None,
+            content_type="application/json",
+        )  # fmt: skip
+
+
+def _fill(value: Any, tag: str) -> Any:
+    if isinstance(value, str):
+        return value.replace("{tag}", tag)
+    if isinstance(value, dict):
+        return {k: _fill(v, tag) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_fill(v, tag) for v in value]
+    return value
+
+
+def _secret(name: str) -> str:
+    return (name.encode().hex() * 64)[:64]
+
+
+def _user(container: Container, enterprise: str, principal: str, role: Role | None,
+          agents: list[str] | None = None, subjects: list[str] | None = None) -> str:  # fmt: skip
+    identity = container.identity
+    identity.put_user(User(enterprise_id=enterprise, principal=principal,
+                           token_hash=hash_secret(_secret(principal))))  # fmt: skip
+    if role is not None:
+        identity.put_binding(RoleBinding(enterprise_id=enterprise, principal=principal, role=role,
+                                         agent_selectors=agents or [],
+                                         subject_selectors=subjects or []))  # fmt: skip
+    return user_token(principal, _secret(principal))
+
+
+def _key(container: Container, target: str, key_id: str, role: Role, **fields: Any) -> str:
+    now = datetime.now(UTC)
+    container.identity.put_binding(RoleBinding(
+        enterprise_id=target, principal=f"api_key:{key_id}", role=role,
+        agent_selectors=["*"], subject_selectors=["*"]))  # fmt: skip
+    container.identity.create_api_key(ApiKey(
+        enterprise_id=target, key_id=key_id, secret_hash=hash_secret(_secret(key_id)),
+        created_by="user:root", created_at=now - timedelta(days=2), **fields))  # fmt: skip
+    return api_key_token(key_id, _secret(key_id))
+
+
+def build_world(container: Container, snapshot: Snapshot, tag: str = "") -> World:
+    """The target enterprise "local" (a root, three users, four keys, an agent workspace
+    and a subject scope with memory) and another enterprise "acme" with its root; every
+    enterprise id, principal and key id ends with `tag`."""
+    now = datetime.now(UTC)
+    an_hour_ago = now - timedelta(hours=1)
+    target, other = TARGET + tag, OTHER + tag
+    for enterprise in (target, other):
+        container.identity.create_enterprise(Enterprise(enterprise_id=enterprise, created_at=now))
+    tokens = {
+        "root": _user(container, target, f"user:root{tag}", Role.ROOT),
+        "other": _user(container, other, f"user:acme-root{tag}", Role.ROOT),
+        "nobody": _user(container, target, f"user:nobody{tag}", None),
+        "noreach": _user(container, target, f"user:elsewhere{tag}", Role.MEMBER, ["other.*"],
+                         ["other.*"]),
+        "everywhere": _user(container, target, f"user:everywhere{tag}", Role.MEMBER, ["*"],
+                            ["*"]),
+        "key": _key(container, target, f"kroot{tag}", Role.ROOT),
+        "member-key": _key(container, target, f"kmember{tag}", Role.MEMBER),
+        "revoked": _key(container, target, f"krevoked{tag}", Role.ROOT, revoked_at=an_hour_ago),
+        "expired": _key(container, target, f"kexpired{tag}", Role.ROOT, expire_time=an_hour_ago),
+    }  # fmt: skip
+    world = World(create_app(container), tokens, snapshot, tag)
+    seed = {
+        "chunks": [{"text": "alpha fact"}],
+        "nodes": [{"nodeId": "n1", "label": "N1"}, {"nodeId": "n2"}],
+        "edges": [{"source": "n1", "relation": "KNOWS", "target": "n2"}],
+    }
+    for path in (f"{A}/memory:commit", f"{S}/memory:commit"):
+        answer = world.send(Row("POST", path, seed, *OK), f"Bearer {tokens['root']}")
+        assert answer.status_code == 200, answer.get_data(as_text=True)
+    return world
+
+
+def credential(
+    world: World, row: Row, operation_id: str, case: str, malformed: tuple[str, ...]
+) -> list[str | None]:
+    """The Authorization headers a case sends (several for `malformed`)."""
+    if case == "nocred":
+        return [None]
+    if case == "malformed":
+        return list(malformed)
+    if case == "noperm":
+        permission = _route(operation_id).permission
+        member_has_it = permission is None or permission in ROLE_PERMISSIONS[Role.MEMBER]
+        return [f"Bearer {world.tokens['nobody' if member_has_it else 'everywhere']}"]
+    return [f"Bearer {world.tokens[case]}"]
+
+
+def _route(operation_id: str) -> Any:
+    return next(r for r in ALL_ROUTES if r.operation_id == operation_id)
+
+
+def run_case(make_world: Callable[[], World], operation_id: str, case: str) -> None:
+    """One case in a world of its own."""
+    check_case(make_world(), operation_id, case)
+
+
+def check_case(
+    world: World, operation_id: str, case: str, malformed: tuple[str, ...] = MALFORMED
+) -> None:
+    """Send the case's request(s); check the status and that nothing was written where
+    nothing may be: anywhere for a refusal, in the target enterprise for an outsider."""
+    row = world.row(operation_id)
+    expected: int = getattr(row, case)
+    watched = None if expected >= 400 else world.target if case in OUTSIDERS else ""
+    for header in credential(world, row, operation_id, case, malformed):
+        before = world.snapshot(watched) if watched != "" else None
+        response = world.send(row, header)
+        text = response.get_data(as_text=True)
+        assert response.status_code == expected, (operation_id, case, header, text)
+        if response.status_code >= 400:
+            _check_refusal(response, expected)
+        if watched != "":
+            assert world.snapshot(watched) == before, f"{case}: {watched or 'a refusal'} wrote"
+        if case in OUTSIDERS:
+            asked = row.path + json.dumps(row.body)  # echoing the caller's own words is fine
+            leaked = [s for s in world.secrets() if s in text and s not in asked]
+            assert not leaked, f"{case}: the answer names {leaked}: {text}"
+
+
+def _check_refusal(response: Any, code: int) -> None:
+    error = response.get_json()["error"]
+    status = {401: "UNAUTHENTICATED", 403: "PERMISSION_DENIED", 404: "NOT_FOUND"}[code]
+    assert (error["code"], error["status"]) == (code, status)
+    if code == 401:
+        assert response.headers["WWW-Authenticate"] == 'Bearer realm="jennah"'
+
+
+# on the fakes
+
+
+def fake_world(tmp_path: Path) -> World:
+    store, identity = FakeStore(), FakeIdentityStore()
+    container = make_container(tmp_path, store=store, identity=identity)
+
+    def snapshot(enterprise: str | None) -> Any:
+        return store.snapshot(enterprise), identity.snapshot(enterprise)
+
+    return build_world(container, snapshot)
+
+
+def test_every_route_is_in_the_matrix() -> None:
+    routes = {route.operation_id for route in ALL_ROUTES}
+    for table in (REQUESTS, EXPECTED):
+        assert set(table) == routes, (
+            f"add {sorted(routes - set(table))}; drop {sorted(set(table) - routes)}"
+        )
+    for operation_id, row in MATRIX.items():
+        route = _route(operation_id)
+        assert (row.method, route.pattern.match(row.path) is not None) == (route.method, True)
+
+
+def test_the_matrix_covers_every_route_and_case() -> None:
+    assert len(MATRIX_CASES) == len(ALL_ROUTES) * len(CASES) - 7
+
+
+def test_every_management_route_refuses_api_keys() -> None:
+    for operation_id, row in MATRIX.items():
+        if _route(operation_id).permission in MANAGEMENT_PERMISSIONS:
+            assert row.key == 403, operation_id
+
+
+@pytest.mark.parametrize(("operation_id", "case"), MATRIX_CASES)
+def test_matrix(tmp_path: Path, operation_id: str, case: str) -> None:
+    run_case(lambda: fake_world(tmp_path), operation_id, case)
+
+
+# "answered exactly as though the scope did not exist"
+
+READS = ("agents.memory.query", "agents.memory.inspect", "scopes.memory.query",
+         "scopes.memory.inspect", "scopes.delete")  # fmt: skip
+SCOPED = tuple(op for op in MATRIX if _route(op).scope is not None)
+
+
+def _without_targets(world: World) -> None:
+    for path in ("/v1/scopes/bot.a", "/v1/scopes/team.x"):
+        answer = world.send(
+            Row("DELETE", path, None, *([200] * 9)), f"Bearer {world.tokens['root']}"
+        )
+        assert answer.status_code == 200  # fmt: skip
+
+
+@pytest.mark.parametrize("operation_id", READS)
+def test_no_reach_is_answered_as_a_missing_scope(tmp_path: Path, operation_id: str) -> None:
+    row = MATRIX[operation_id]
+    world = fake_world(tmp_path / "a")
+    unreached = world.send(row, f"Bearer {world.tokens['noreach']}")
+    empty = fake_world(tmp_path / "b")
+    _without_targets(empty)
+    missing = empty.send(row, f"Bearer {empty.tokens['root']}")
+    assert unreached.status_code == missing.status_code == 404
+    assert unreached.get_json() == missing.get_json()
+
+
+@pytest.mark.parametrize("operation_id", SCOPED)
+def test_without_reach_existence_makes_no_difference(tmp_path: Path, operation_id: str) -> None:
+    row = MATRIX[operation_id]
+    world = fake_world(tmp_path / "a")
+    present = world.send(row, f"Bearer {world.tokens['noreach']}")
+    empty = fake_world(tmp_path / "b")
+    _without_targets(empty)
+    absent = empty.send(row, f"Bearer {empty.tokens['noreach']}")
+    assert present.status_code == absent.status_code == 404
+    assert present.get_json() == absent.get_json()
+
+
+def test_an_agent_route_on_a_subject_scope_is_answered_as_missing(tmp_path: Path) -> None:
+    world = fake_world(tmp_path)
+    root = f"Bearer {world.tokens['root']}"
+    wrong_kind = world.send(Row("POST", "/v1/agents/team.x/memory:query", QUERY, *OK), root)
+    missing = world.send(Row("POST", "/v1/agents/ghost/memory:query", QUERY, *OK), root)
+    assert wrong_kind.status_code == missing.status_code == 404
+    assert wrong_kind.get_json()["error"]["message"] == "agent workspace 'team.x' was not found"
+    assert wrong_kind.get_json()["error"]["details"] == missing.get_json()["error"]["details"]
+
+
+def test_the_member_role_cannot_read_token_usage() -> None:
+    assert Permission.BILLING_USAGE_READ not in ROLE_PERMISSIONS[Role.MEMBER]
+    assert Permission.BILLING_USAGE_READ in ROLE_PERMISSIONS[Role.ADMINISTRATOR]
