@@ -42,8 +42,8 @@ def test_render_numbers_turns_stamps_the_clock_and_slices_by_byte_offsets() -> N
     assert rendered.turn_text(2).startswith("[turn 2] user:")
 
 
-def test_step_id_is_content_derived() -> None:
-    assert render(TURNS, CLOCK).step_id == render(TURNS, CLOCK).step_id
+def test_step_id_is_derived_from_the_turns_not_the_clock() -> None:
+    assert render(TURNS, CLOCK).step_id == render(TURNS, datetime(2026, 1, 1, tzinfo=UTC)).step_id
     assert render(TURNS, CLOCK).step_id.startswith("frm_")
     assert render(TURNS[:2], CLOCK).step_id != render(TURNS, CLOCK).step_id
 

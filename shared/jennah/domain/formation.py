@@ -65,11 +65,9 @@ class RenderedConversation(BaseModel):
 
     tool_input: str
     offsets: list[int]  # UTF-8 byte offset of each rendered turn in tool_input
-
-    @property
-    def step_id(self) -> str:
-        """Content-derived: forming the same conversation again names the same step."""
-        return "frm_" + hashlib.sha256(self.tool_input.encode("utf-8")).hexdigest()[:32]
+    # Derived from the turns alone, not the clock: forming the same conversation
+    # again (even without observedAt) names the step the first formation recorded.
+    step_id: str
 
     def turn_text(self, index: int) -> str:
         """Turn `index` sliced by byte offsets (never by parsing headers)."""
@@ -93,7 +91,8 @@ def render(turns: list[Turn], clock: datetime) -> RenderedConversation:
         offsets.append(size)
         size += len(text.encode("utf-8"))
         parts.append(text)
-    return RenderedConversation(tool_input="".join(parts), offsets=offsets)
+    step_id = "frm_" + fingerprint(turns, None)[:32]
+    return RenderedConversation(tool_input="".join(parts), offsets=offsets, step_id=step_id)
 
 
 def fingerprint(turns: list[Turn], observed_at: datetime | None) -> str:

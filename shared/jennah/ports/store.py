@@ -17,6 +17,7 @@ from jennah.domain.models import (
     CommitResult,
     Direction,
     ExecutionLogStep,
+    FormationKeyRecord,
     GraphEdge,
     GraphNode,
     MemoryRecord,
@@ -97,4 +98,16 @@ class MemoryStore(Protocol):
         """Erase the scope's registration and EVERY row of the scope, in one transaction:
         memory records, evidence, links, nodes, edges, execution-log steps, formation
         keys. Nothing of any other scope. Returns the number of rows erased."""
+        ...
+
+    def find_chunks_by_content(
+        self, scope: ScopeRef, content_hashes: Sequence[str], as_of: datetime | None
+    ) -> list[MemoryRecord]:
+        """Chunks whose `content_hash` is one of `content_hashes` (identical wording),
+        valid at `as_of` (every row when None), ordered by id."""
+        ...
+
+    def get_formation_key(self, scope: ScopeRef, formation_key: str) -> FormationKeyRecord | None:
+        """The committed formation-key record (fingerprint, receipt JSON, and
+        `committed_at`: the commit timestamp of the formation that wrote it), or None."""
         ...

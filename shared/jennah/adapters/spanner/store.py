@@ -46,6 +46,7 @@ from jennah.domain.models import (
     Direction,
     ExecutionLogStep,
     FilterOperator,
+    FormationKeyRecord,
     GraphEdge,
     GraphNode,
     MemoryRecord,
@@ -70,6 +71,7 @@ EDGE_COLUMNS = (
 )  # fmt: skip
 STEP_COLUMNS = ("step_id", "tool_input", "metadata", "created_at")
 SCOPE_COLUMNS = ("kind", "created_at", "created_by")
+FORMATION_KEY_COLUMNS = ("formation_key", "fingerprint", "receipt_json", "committed_at")
 
 # Every table keyed by (enterprise_id, scope_id), with the rest of its primary
 # key, in the order a destroy deletes them: children first, the registry last.
@@ -313,6 +315,33 @@ class SpannerStore:
     def get_step(self, scope: ScopeRef, step_id: str) -> ExecutionLogStep | None:
         rows = self._read("execution_log_steps", STEP_COLUMNS, scope, [(step_id,)])
         return _step(rows[0]) if rows else None
+
+    # formation
+
+    def find_chunks_by_content(
+        self, scope: ScopeRef, content_hashes: Sequence[str], as_of: datetime | None
+    ) -> list[MemoryRecord]:
+        """Chunks with one of the content hashes (through the content-hash index),
+        valid at `as_of` (every row when None), by id."""
+        if not content_hashes:
+            return []
+        query = _Query.scoped(scope)
+        hashes = query.bind("content_hashes", sorted(set(content_hashes)), _STRING_ARRAY)
+        query.where(f"content_hash IN UNNEST({hashes})")
+        if as_of is not None:
+            query.bind("as_of", as_of, param_types.TIMESTAMP)
+            query.where(_VALID_AT_SQL)
+        sql = (
+            f"SELECT {_select(RECORD_COLUMNS)}"
+            " FROM memory_records@{FORCE_INDEX=memory_records_by_content_hash}"
+            f" WHERE {query.conditions()} ORDER BY id"
+        )
+        return [_record(scope, row) for row in self._execute(query, sql, "find by content")]
+
+    def get_formation_key(self, scope: ScopeRef, formation_key: str) -> FormationKeyRecord | None:
+        """The committed formation-key record, or None."""
+        rows = self._read("formation_keys", FORMATION_KEY_COLUMNS, scope, [(formation_key,)])
+        return _from_row(FormationKeyRecord, FORMATION_KEY_COLUMNS, rows[0]) if rows else None
 
     # plumbing
 

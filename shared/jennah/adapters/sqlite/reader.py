@@ -12,6 +12,7 @@ from jennah.domain.models import (
     Direction,
     ExecutionLogStep,
     FilterOperator,
+    FormationKeyRecord,
     GraphEdge,
     GraphNode,
     MemoryRecord,
@@ -265,3 +266,37 @@ def list_scopes(conn: Connection, enterprise_id: str) -> list[ScopeRecord]:
         (enterprise_id,),
     )
     return [codec.scope_record_from_row(row) for row in rows]
+
+
+def find_chunks_by_content(
+    conn: Connection, scope: ScopeRef, content_hashes: Sequence[str], as_of: int | None
+) -> list[MemoryRecord]:
+    """Chunks with one of the content hashes (the content-hash index), valid at `as_of`."""
+    validity, params = ("", ()) if as_of is None else (f" AND {_VALID_AT}", (as_of, as_of))
+    records: list[MemoryRecord] = []
+    for batch in _batches(content_hashes):
+        rows = conn.execute(
+            f"SELECT {codec.RECORD_COLUMNS} FROM memory_records WHERE {_IN_SCOPE} "
+            f"AND content_hash IN ({_marks(len(batch))}){validity}",
+            (*_scope(scope), *batch, *params),
+        )
+        records.extend(codec.record_from_row(row) for row in rows)
+    return sorted(records, key=lambda record: record.id)
+
+
+def get_formation_key(
+    conn: Connection, scope: ScopeRef, formation_key: str
+) -> FormationKeyRecord | None:
+    row = conn.execute(
+        "SELECT formation_key, fingerprint, receipt_json, committed_at FROM formation_keys "
+        f"WHERE {_IN_SCOPE} AND formation_key = ?",
+        (*_scope(scope), formation_key),
+    ).fetchone()
+    if row is None:
+        return None
+    return FormationKeyRecord(
+        formation_key=row[0],
+        fingerprint=row[1],
+        receipt_json=row[2],
+        committed_at=codec.from_micros(row[3]),
+    )

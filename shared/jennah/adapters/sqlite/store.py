@@ -35,6 +35,7 @@ from jennah.domain.models import (
     CommitResult,
     Direction,
     ExecutionLogStep,
+    FormationKeyRecord,
     GraphEdge,
     GraphNode,
     MemoryRecord,
@@ -270,3 +271,19 @@ class SqliteStore:
         """Every registered scope of the enterprise, by scope id."""
         with self._pool.connection() as conn:
             return reader.list_scopes(conn, enterprise_id)
+
+    # -- formation ----------------------------------------------------------------
+
+    def find_chunks_by_content(
+        self, scope: ScopeRef, content_hashes: Sequence[str], as_of: datetime | None
+    ) -> list[MemoryRecord]:
+        """Chunks with one of the content hashes, valid at `as_of` (all when None), by id."""
+        with self._pool.connection() as conn:
+            return reader.find_chunks_by_content(
+                conn, scope, content_hashes, codec.to_micros(as_of)
+            )
+
+    def get_formation_key(self, scope: ScopeRef, formation_key: str) -> FormationKeyRecord | None:
+        """The committed formation-key record, or None."""
+        with self._pool.connection() as conn:
+            return reader.get_formation_key(conn, scope, formation_key)

@@ -1,0 +1,27 @@
+"""memory:form: form memory from conversation turns (see `pipeline` for the steps)."""
+
+from jennah.services.formation.command import (
+    DEFAULT_DEADLINE_SECONDS,
+    DEFAULT_INPUT_TOKEN_CAP,
+    DEFAULT_MAX_OUTPUT_TOKENS,
+    FormationCommand,
+    estimate_input_tokens,
+)
+from jennah.services.formation.conflicts import KEY_CLAIMED, SUPERSEDED_FIRST, WRITE_CONFLICT
+from jennah.services.formation.pipeline import form
+from jennah.services.formation.reconciliation import SIMILARITY_THRESHOLD
+from jennah.services.formation.usage import FormationUsage
+
+__all__ = [
+    "DEFAULT_DEADLINE_SECONDS",
+    "DEFAULT_INPUT_TOKEN_CAP",
+    "DEFAULT_MAX_OUTPUT_TOKENS",
+    "KEY_CLAIMED",
+    "SIMILARITY_THRESHOLD",
+    "SUPERSEDED_FIRST",
+    "WRITE_CONFLICT",
+    "FormationCommand",
+    "FormationUsage",
+    "estimate_input_tokens",
+    "form",
+]

@@ -1,0 +1,189 @@
+"""memory:form, synchronously: extraction, verification, reconciliation, one commit.
+
+The steps, in order (each its own module):
+1. bounds (`command`): turns, formationKey, observedAt, the plan's input cap;
+   nothing is spent on a refused request;
+2. replay: a committed formationKey with the same fingerprint returns its
+   receipt (replay=True) without any model call; another fingerprint is key
+   reuse, INVALID_ARGUMENT;
+3. rendering with the clock (observedAt, else the receipt time), then
+   extraction, one model call (`extraction`);
+4. verification in code (`verification`) and structure (`structure`);
+5. reconciliation (`reconciliation`, `verdicts`): identical content KNOWN in
+   code, retrieval, at most one more model call, every verdict checked;
+6. candidates touching the same memory (`resolution`);
+7. planning (`planning`) and ONE store.apply (`conflicts`): memory, closures,
+   evidence, the execution-log step and the formation-key record together.
+
+No model call and no clock read happens inside the store's transaction: the
+clock is read once, on receipt, and everything is computed before the commit.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from datetime import datetime
+
+from jennah.domain.formation import (
+    MAX_CANDIDATES,
+    FormationReceipt,
+    Structure,
+    fingerprint,
+    render,
+)
+from jennah.domain.models import FormationKeyRecord
+from jennah.errors import InvalidArgument
+from jennah.ports.embedder import Embedder
+from jennah.ports.model import LanguageModel
+from jennah.ports.store import MemoryStore
+from jennah.services.formation import structure
+from jennah.services.formation.candidates import Candidate
+from jennah.services.formation.command import (
+    FormationCommand,
+    check_input_cap,
+    check_request,
+    utc,
+)
+from jennah.services.formation.conflicts import commit_plan
+from jennah.services.formation.extraction import entity_classes, extract, extraction_data
+from jennah.services.formation.planning import FormationPlan, PlanContext, build_plan
+from jennah.services.formation.reconciliation import (
+    SIMILARITY_THRESHOLD,
+    gather_neighbours,
+    known_in_code,
+    reconcile,
+)
+from jennah.services.formation.resolution import resolve_shared_memories
+from jennah.services.formation.usage import CallBounds, FormationUsage
+from jennah.services.formation.verdicts import VerdictContext
+from jennah.services.formation.verification import verify
+
+
+def form(
+    command: FormationCommand,
+    store: MemoryStore,
+    embedder: Embedder,
+    model: LanguageModel,
+    now: Callable[[], datetime],
+    *,
+    usage: FormationUsage | None = None,
+    similarity_threshold: float = SIMILARITY_THRESHOLD,
+) -> FormationReceipt:
+    """Form memory from a conversation and commit it atomically; the receipt.
+
+    Raises INVALID_ARGUMENT for a request out of bounds or a reused formationKey
+    (nothing spent); the model's DEADLINE_EXCEEDED or ABORTED when a call hits its
+    time or output bound, and INTERNAL for an answer off its schema (nothing
+    written); ABORTED with FORMATION_KEY_CLAIMED, FORMATION_SUPERSEDED_FIRST or
+    FORMATION_WRITE_CONFLICT when a concurrent write commits first (nothing
+    written). `usage`, when given, accumulates the attempted model calls and
+    the tokens they reported as they happen, so a caller can meter a formation
+    that failed after reaching the model; a replay leaves it untouched.
+
+    A formation that writes no memory still commits its formationKey record
+    (so a retry replays the empty receipt) but no execution-log step.
+    """
+    received_at = utc(now())
+    usage = usage if usage is not None else FormationUsage()
+    check_request(command, received_at)
+    observed_at = utc(command.observed_at) if command.observed_at is not None else None
+    rendered = render(command.turns, observed_at or received_at)
+    check_input_cap(command, rendered)
+    request_print = fingerprint(command.turns, observed_at)
+    replayed = replay(store, command, request_print)
+    if replayed is not None:
+        return replayed
+    context = PlanContext(command.scope, rendered, received_at, observed_at)
+    structures = structure.detect(command.turns)
+    candidates, dropped = _decide(
+        command, context, structures, store, embedder, model, usage, similarity_threshold
+    )
+    formation = build_plan(candidates, context, store)
+    receipt = FormationReceipt(
+        candidates=[c.outcome() for c in candidates],
+        chunk_supersessions=len(formation.plan.chunk_closures),
+        edge_supersessions=len(formation.plan.edge_closures),
+        summarized_structures=structure.summarized(candidates, structures),
+        candidates_dropped=dropped,
+        candidate_cap=MAX_CANDIDATES,
+        execution_log_rows=formation.execution_log_rows,
+        formation_units=usage.units,
+        input_tokens=usage.input_tokens,
+        output_tokens=usage.output_tokens,
+        formation_key=command.formation_key,
+    )
+    _add_key_and_registration(formation, command, receipt, request_print)
+    result = commit_plan(store, formation.plan)
+    return receipt.model_copy(update={"commit_timestamp": result.commit_timestamp})
+
+
+def replay(
+    store: MemoryStore, command: FormationCommand, request_print: str
+) -> FormationReceipt | None:
+    """The committed receipt of the request's formationKey, marked as a replay; None when
+    the key is absent or was never committed. INVALID_ARGUMENT on key reuse."""
+    key = command.formation_key
+    if key is None:
+        return None
+    record = store.get_formation_key(command.scope, key)
+    if record is None:
+        return None
+    if record.fingerprint != request_print:
+        raise InvalidArgument(
+            f"formationKey {key[:80]!r} was already used for a different request (other turns "
+            "or another observedAt); send a new formationKey to form this conversation",
+            reason="FORMATION_KEY_REUSED",
+            field="formationKey",
+        )
+    receipt = FormationReceipt.model_validate_json(record.receipt_json)
+    return receipt.model_copy(update={"replay": True, "commit_timestamp": record.committed_at})
+
+
+def _decide(
+    command: FormationCommand,
+    context: PlanContext,
+    structures: Sequence[list[Structure]],
+    store: MemoryStore,
+    embedder: Embedder,
+    model: LanguageModel,
+    usage: FormationUsage,
+    similarity_threshold: float,
+) -> tuple[list[Candidate], int]:
+    """Extract, verify and reconcile: every kept candidate with its decision."""
+    bounds = CallBounds(
+        deadline_seconds=command.deadline_seconds, max_output_tokens=command.max_output_tokens
+    )
+    data = extraction_data(command.turns, context.boundary, structures, command.vocabulary)
+    extracted, dropped = extract(model, data, bounds, usage)
+    candidates = [Candidate(index=i, extracted=e) for i, e in enumerate(extracted)]
+    classes = entity_classes(command.vocabulary)
+    for candidate in candidates:
+        verify(candidate, command.turns, classes)
+    structure.mark_preserved(candidates, structures)
+    scope, instant = command.scope, context.received_at
+    known_in_code(candidates, store, scope, instant)
+    gather_neighbours(candidates, store, embedder, scope, instant, similarity_threshold)
+    verdict_context = VerdictContext(scope, instant, context.boundary)
+    reconcile(candidates, store, model, verdict_context, bounds, usage)
+    resolve_shared_memories(candidates)
+    return candidates, dropped
+
+
+def _add_key_and_registration(
+    formation: FormationPlan,
+    command: FormationCommand,
+    receipt: FormationReceipt,
+    request_print: str,
+) -> None:
+    """The formationKey record (its receipt without the commit timestamp, which the
+    record's own `committed_at` supplies on replay), and the scope's registration
+    when the commit writes anything."""
+    plan = formation.plan
+    if command.formation_key is not None:
+        plan.formation_key = FormationKeyRecord(
+            formation_key=command.formation_key,
+            fingerprint=request_print,
+            receipt_json=receipt.model_dump_json(exclude={"commit_timestamp"}),
+        )
+    if formation.writes_memory or plan.formation_key is not None:
+        plan.registration = command.registration

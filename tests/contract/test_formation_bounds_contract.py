@@ -1,0 +1,145 @@
+"""Contract: request bounds (nothing spent), per-call model bounds (nothing written,
+usage kept), and empty formations (a successful receipt)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import pytest
+
+from jennah.adapters.models.scripted import Slow
+from jennah.domain.formation import MAX_TURNS, Turn
+from jennah.domain.models import ScopeRef
+from jennah.errors import Aborted, DeadlineExceeded, Internal, InvalidArgument
+from jennah.ports.model import ModelResult
+from jennah.ports.store import MemoryStore
+from jennah.services.formation import FormationUsage
+from tests.contract.formation_support import (
+    RECEIVED,
+    at,
+    extraction,
+    fact,
+    run,
+    scripted,
+    user,
+    verdicts,
+    written_rows,
+)
+
+TOKYO = "The user lives in Tokyo."
+
+
+def _refused(store: MemoryStore, scope: ScopeRef, turns: Sequence[Turn], **extra: Any) -> str:
+    model = scripted()
+    usage = FormationUsage()
+    with pytest.raises(InvalidArgument) as refused:
+        run(store, scope, turns, model, usage=usage, **extra)
+    assert model.calls == [] and usage.units == 0  # nothing spent
+    assert written_rows(store, scope) == {}
+    return refused.value.message
+
+
+def test_turn_count_is_bounded(store: MemoryStore, scope: ScopeRef) -> None:
+    assert "1 to 200 turns" in _refused(store, scope, [])
+    message = _refused(store, scope, [user("hi")] * (MAX_TURNS + 1))
+    assert "201 turns" in message and "at most 200" in message
+
+
+def test_empty_turn_content_is_refused(store: MemoryStore, scope: ScopeRef) -> None:
+    assert "turns[1].content" in _refused(store, scope, [user("hi"), user(" \n ")])
+
+
+def test_formation_key_length_is_bounded(store: MemoryStore, scope: ScopeRef) -> None:
+    message = _refused(store, scope, [user("hi")], formation_key="k" * 257)
+    assert "257 characters" in message and "at most 256" in message
+
+
+def test_input_over_the_plans_cap_is_refused_naming_it(store: MemoryStore, scope: ScopeRef) -> None:
+    turns = [user("x" * 4000) for _ in range(9)]  # ~36,000 bytes: ~9,000 tokens
+    message = _refused(store, scope, turns, input_token_cap=8_192)
+    assert "exceeds your plan's input cap of 8,192 tokens" in message
+
+
+def test_input_under_the_cap_is_formed(store: MemoryStore, scope: ScopeRef) -> None:
+    turns = [user("x" * 4000) for _ in range(7)]  # ~28,000 bytes: ~7,000 tokens
+    receipt = run(store, scope, turns, scripted(extraction()), input_token_cap=8_192)
+    assert receipt.candidates == []
+
+
+def test_observed_at_in_the_future_is_refused(store: MemoryStore, scope: ScopeRef) -> None:
+    assert "observedAt" in _refused(store, scope, [user("hi")], observed_at=at(2027))
+
+
+def test_an_empty_formation_is_a_successful_receipt(store: MemoryStore, scope: ScopeRef) -> None:
+    model = scripted(extraction())
+    receipt = run(store, scope, [user("Thanks, bye!")], model)
+    assert receipt.candidates == [] and receipt.commit_timestamp is not None
+    assert receipt.formation_units == 1 and receipt.execution_log_rows == 0
+    assert written_rows(store, scope) == {}  # no memory, no step, not even a registration
+
+
+def test_a_call_past_its_time_bound_writes_nothing(store: MemoryStore, scope: ScopeRef) -> None:
+    usage = FormationUsage()
+    model = scripted(Slow(5.0, extraction(fact(TOKYO, [0], "I live in Tokyo"))))
+    with pytest.raises(DeadlineExceeded) as failed:
+        run(store, scope, [user("I live in Tokyo.")], model, usage=usage, deadline_seconds=0.05)
+    assert "0.05 s bound" in failed.value.message
+    assert written_rows(store, scope) == {}
+    assert usage.model_calls == 1 and usage.units == 1  # it reached the model
+
+
+def test_a_reconciliation_past_its_bound_keeps_the_extractions_usage(
+    store: MemoryStore, scope: ScopeRef
+) -> None:
+    run(
+        store,
+        scope,
+        [user("I live in Tokyo.")],
+        scripted(extraction(fact(TOKYO, [0], "I live in Tokyo"))),
+        received=at(2026, 8, 1),
+    )
+    before = written_rows(store, scope)
+    usage = FormationUsage()
+    model = scripted(
+        extraction(fact("The user lives in Osaka.", [0], "I moved to Osaka")),
+        Slow(5.0, verdicts(("The user lives in Osaka.", "new", None))),
+    )
+    with pytest.raises(DeadlineExceeded):
+        run(store, scope, [user("I moved to Osaka.")], model, usage=usage, deadline_seconds=0.1)
+    assert written_rows(store, scope) == before
+    assert usage.model_calls == 2 and usage.input_tokens > 0 and usage.output_tokens > 0
+
+
+def test_an_answer_over_the_output_bound_writes_nothing(
+    store: MemoryStore, scope: ScopeRef
+) -> None:
+    usage = FormationUsage()
+    model = scripted(extraction(*(fact(f"Fact {i}.", [0], "x") for i in range(50))))
+    with pytest.raises(Aborted) as failed:
+        run(store, scope, [user("x")], model, usage=usage, max_output_tokens=100)
+    assert "max output tokens per call (100)" in failed.value.message
+    assert written_rows(store, scope) == {}
+    assert usage.input_tokens > 0 and usage.output_tokens == 100
+
+
+def test_a_reported_output_over_the_bound_is_aborted(store: MemoryStore, scope: ScopeRef) -> None:
+    answer = ModelResult(text='{"candidates": []}', input_tokens=10, output_tokens=500)
+    with pytest.raises(Aborted) as failed:
+        run(store, scope, [user("x")], scripted(answer), max_output_tokens=100)
+    assert "(100)" in failed.value.message and failed.value.reason == "MODEL_CALL_OUTPUT_BOUND"
+
+
+def test_an_answer_off_its_schema_writes_nothing(store: MemoryStore, scope: ScopeRef) -> None:
+    usage = FormationUsage()
+    with pytest.raises(Internal):
+        run(store, scope, [user("x")], scripted('{"candidates": 3}'), usage=usage)
+    assert written_rows(store, scope) == {} and usage.units == 1
+
+
+def test_every_call_is_bounded_as_asked(store: MemoryStore, scope: ScopeRef) -> None:
+    model = scripted(extraction())
+    run(store, scope, [user("x")], model, deadline_seconds=7.5, max_output_tokens=1234)
+    (call,) = model.calls
+    assert (call.deadline_seconds, call.max_output_tokens) == (7.5, 1234)
+    assert call.data["clock"] == RECEIVED.isoformat()

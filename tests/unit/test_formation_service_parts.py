@@ -1,0 +1,114 @@
+"""The formation service's small parts: bounds, the token estimate, usage, verification."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+
+from jennah.domain.formation import (
+    CandidateKind,
+    EntityRef,
+    ExtractedCandidate,
+    Turn,
+    TurnRole,
+    render,
+)
+from jennah.domain.models import ScopeRef
+from jennah.errors import DeadlineExceeded, InvalidArgument
+from jennah.ports.model import ModelResult
+from jennah.services.formation import FormationCommand, FormationUsage, estimate_input_tokens
+from jennah.services.formation.candidates import Candidate
+from jennah.services.formation.command import check_input_cap, check_request
+from jennah.services.formation.usage import CallBounds, call_model
+from jennah.services.formation.verification import platform_keys, verify
+from jennah.services.prompts import ExtractionAnswer
+
+NOW = datetime(2026, 8, 25, tzinfo=UTC)
+SCOPE = ScopeRef(enterprise_id="e", scope_id="s")
+TURNS = [Turn(role=TurnRole.USER, content="I live in   Tokyo\nand work at Alphaus.")]
+
+
+def test_the_input_estimate_is_utf8_bytes_over_four_rounded_up() -> None:
+    rendered = render([Turn(role=TurnRole.USER, content="日本")], NOW)
+    assert estimate_input_tokens(rendered) == -(-len(rendered.tool_input.encode()) // 4)
+
+
+def test_the_cap_message_names_the_plans_cap() -> None:
+    command = FormationCommand(scope=SCOPE, turns=TURNS, input_token_cap=10)
+    with pytest.raises(InvalidArgument) as refused:
+        check_input_cap(command, render(TURNS, NOW))
+    assert "your plan's input cap of 10 tokens" in refused.value.message
+    assert refused.value.metadata["inputTokenCap"] == "10"
+
+
+def test_a_naive_observed_at_is_utc() -> None:
+    command = FormationCommand(scope=SCOPE, turns=TURNS, observed_at=datetime(2026, 8, 26))
+    with pytest.raises(InvalidArgument):
+        check_request(command, NOW)
+
+
+class _FailingModel:
+    name = "failing"
+    region = "local"
+
+    def generate(
+        self,
+        prompt: str,
+        json_schema: dict[str, Any],
+        max_output_tokens: int,
+        deadline_seconds: float,
+    ) -> ModelResult:
+        raise DeadlineExceeded(
+            "the model call exceeded its 2 s bound",
+            metadata={"inputTokens": "120", "outputTokens": "7"},
+        )
+
+
+def test_a_failed_call_still_counts_with_the_usage_it_reported() -> None:
+    usage = FormationUsage()
+    assert usage.units == 0 and not usage.reached_model
+    with pytest.raises(DeadlineExceeded):
+        call_model(
+            _FailingModel(),
+            "extraction",
+            "p",
+            {},
+            ExtractionAnswer,
+            CallBounds(deadline_seconds=2, max_output_tokens=10),
+            usage,
+        )
+    assert (usage.model_calls, usage.input_tokens, usage.output_tokens) == (1, 120, 7)
+    assert usage.units == 1 and usage.model == "failing"
+
+
+def _verified(**fields: Any) -> Candidate:
+    candidate = Candidate(index=0, extracted=ExtractedCandidate(**fields))
+    verify(candidate, TURNS, frozenset({"Organization"}))
+    return candidate
+
+
+def test_quotes_match_verbatim_up_to_spacing() -> None:
+    ok = _verified(kind=CandidateKind.FACT, text="t", turns=[0], quote="live in Tokyo and work")
+    assert ok.decision is None and ok.source_turns == [0] and platform_keys(ok) == 2
+    bad = _verified(kind=CandidateKind.FACT, text="t", turns=[0], quote="live in tokyo")
+    assert bad.decision is not None and "does not appear in turn 0" in (bad.rejection_reason or "")
+
+
+def test_relationship_shapes() -> None:
+    shape = _verified(
+        kind=CandidateKind.RELATIONSHIP,
+        text="the user works at Alphaus",
+        turns=[0],
+        quote="Alphaus",
+        subject=EntityRef(name=" the   user "),
+        relation="works at (since 2020)",
+        object=EntityRef(name="Alphaus", entity_class="Organization"),
+    ).edge
+    assert shape is not None
+    assert (shape.source.label, shape.relation, shape.target.node_type) == (
+        "the user",
+        "works_at_since_2020",
+        "Organization",
+    )
