@@ -1,4 +1,5 @@
-"""Cloud Function `inspect`: GET /v1/{agents,scopes}/{id}/memory:inspect."""
+"""Cloud Function `inspect`: GET /v1/{agents,scopes}/{id}/memory:inspect and
+GET /v1/agents/{id}/memory/steps/{stepId}."""
 
 import flask
 import functions_framework
@@ -9,4 +10,4 @@ from jennah.api import routes
 
 @functions_framework.http
 def inspect(request: flask.Request) -> flask.Response:
-    return routes.serve(request, routes.INSPECT_ROUTES, bootstrap.container())
+    return routes.serve(request, routes.INSPECT_ROUTES + routes.STEP_ROUTES, bootstrap.container())

@@ -22,9 +22,10 @@ from jennah.auth import (
     write_local_credentials,
 )
 from jennah.domain.access import User
-from jennah.errors import AlreadyExists, JennahError
+from jennah.errors import AlreadyExists, Internal, JennahError
 from jennah.ports.embedder import Embedder
 from jennah.ports.identity import IdentityStore
+from jennah.ports.model import LanguageModel
 from jennah.ports.store import MemoryStore
 from jennah.services.access import (
     Access,
@@ -52,8 +53,8 @@ def utc_now() -> datetime:
 
 
 class Container:
-    """The store, identity store, embedder and access checks of one process, each
-    built lazily once.
+    """The store, identity store, embedder, formation model and access checks of one
+    process, each built lazily once.
 
     Tests pass ready-made fakes; anything not passed is built from `settings`.
     """
@@ -65,6 +66,7 @@ class Container:
         store: MemoryStore | None = None,
         identity: IdentityStore | None = None,
         embedder: Embedder | None = None,
+        model: LanguageModel | None = None,
         verifier: IdTokenVerifier | None = None,
         now: Callable[[], datetime] = utc_now,
     ) -> None:
@@ -73,6 +75,7 @@ class Container:
         self._store = store
         self._identity = identity
         self._embedder = embedder
+        self._model = model
         self._verifier = verifier
         self._access: Access | None = None
         self._lock = threading.RLock()
@@ -97,6 +100,14 @@ class Container:
             if self._embedder is None:
                 self._embedder = build_embedder(self.settings)
             return self._embedder
+
+    @property
+    def model(self) -> LanguageModel:
+        """The formation model (extraction and reconciliation), per Settings.formation_model."""
+        with self._lock:
+            if self._model is None:
+                self._model = build_model(self.settings)
+            return self._model
 
     @property
     def access(self) -> Access:
@@ -165,6 +176,27 @@ def build_embedder(settings: Settings) -> Embedder:
     from jennah.adapters.embedding.minilm import MiniLMEmbedder
 
     return MiniLMEmbedder(cache_dir=settings.model_cache_dir)
+
+
+def build_model(settings: Settings) -> LanguageModel:
+    """`rules` (offline, deterministic: the embedded default) or Gemini on Vertex AI."""
+    if settings.formation_model == "vertex":
+        from jennah.adapters.models.vertex import VertexModel
+
+        if not settings.vertex_project:
+            raise Internal(
+                "the formation model is misconfigured: JENNAH_FORMATION_MODEL=vertex needs "
+                "JENNAH_VERTEX_PROJECT"
+            )
+        return VertexModel(
+            project=settings.vertex_project,
+            location=settings.vertex_location,
+            model=settings.vertex_model,
+            base_url=settings.vertex_base_url,
+        )
+    from jennah.adapters.models.rules import RulesModel
+
+    return RulesModel()
 
 
 def build_verifier(settings: Settings) -> IdTokenVerifier | None:

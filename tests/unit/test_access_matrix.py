@@ -53,8 +53,10 @@ from jennah.domain.access import (
     RoleBinding,
     User,
 )
+from jennah.domain.formation import Turn, TurnRole, render
 from jennah.services.access import api_key_token, hash_secret, user_token
-from tests.unit.fakes import FakeIdentityStore, FakeStore, make_container
+from tests.unit.fakes import FakeIdentityStore, make_container
+from tests.unit.test_api_form_fakes import FormingFakeStore
 
 TARGET = "local"
 OTHER = "acme"
@@ -91,9 +93,21 @@ class Row(NamedTuple):
 
 WRITE = {"chunks": [{"text": "matrix write"}]}
 QUERY = {"semantic": {"queryText": "alpha"}}
+FORM = {"turns": [{"role": "TURN_ROLE_USER", "content": "I work at Matrixworks."}]}
 A, S = "/v1/agents/bot.a", "/v1/scopes/team.x"
+# the world's agent workspace also holds one formation: its execution-log step id is
+# content-derived (the rendered turns and observedAt), so it is known in advance
+SEED_FORMATION = {
+    "turns": [{"role": "TURN_ROLE_USER", "content": "I live in Lisbon."}],
+    "observedAt": "2024-01-01T00:00:00Z",
+}
+STEP_ID = render(
+    [Turn(role=TurnRole.USER, content="I live in Lisbon.")], datetime(2024, 1, 1, tzinfo=UTC)
+).step_id
 
 REQUESTS: dict[str, tuple[str, str, dict[str, Any] | None]] = {
+    "agents.memory.form": ("POST", f"{A}/memory:form", FORM),
+    "agents.memory.steps.get": ("GET", f"{A}/memory/steps/{STEP_ID}", None),
     "agents.memory.commit": ("POST", f"{A}/memory:commit", WRITE),
     "scopes.memory.commit": ("POST", f"{S}/memory:commit", WRITE),
     "agents.memory.query": ("POST", f"{A}/memory:query", QUERY),
@@ -120,6 +134,8 @@ REQUESTS: dict[str, tuple[str, str, dict[str, Any] | None]] = {
 
 EXPECTED: dict[str, tuple[int, int, int, int | None, int]] = {
     # operation              root other noperm noreach key
+    "agents.memory.form":    (200, 200, 404, 404, 200),
+    "agents.memory.steps.get": (200, 404, 404, 404, 200),
     "agents.memory.commit":  (200, 200, 404, 404, 200),
     "scopes.memory.commit":  (200, 200, 404, 404, 200),
     "agents.memory.query":   (200, 404, 404, 404, 200),
@@ -143,7 +159,7 @@ EXPECTED: dict[str, tuple[int, int, int, int | None, int]] = {
 MATRIX: dict[str, Row] = {
     op: Row(*REQUESTS[op], *EXPECTED[op]) for op in sorted(REQUESTS.keys() & EXPECTED.keys())
 }
-# every (route, case) pair that applies: 18 routes x 9 cases, less the 7 n/a
+# every (route, case) pair that applies: 20 routes x 9 cases, less the 7 n/a
 MATRIX_CASES = [
     (op, case) for op, row in MATRIX.items() for case in CASES if getattr(row, case) is not None
 ]
@@ -153,7 +169,7 @@ OK = (200, 200, 200, 200, 200)  # for the world's own requests
 
 # what an outsider's answer must never name
 SECRETS = ("bot.a", "team.x", "kroot{tag}", "kmember{tag}", "krevoked{tag}", "kexpired{tag}",
-           "alpha fact")  # fmt: skip
+           "alpha fact", "Lisbon", STEP_ID)  # fmt: skip
 
 
 # the world every case runs in
@@ -236,8 +252,9 @@ def _key(container: Container, target: str, key_id: str, role: Role, **fields: A
 
 def build_world(container: Container, snapshot: Snapshot, tag: str = "") -> World:
     """The target enterprise "local" (a root, three users, four keys, an agent workspace
-    and a subject scope with memory) and another enterprise "acme" with its root; every
-    enterprise id, principal and key id ends with `tag`."""
+    with memory and one formation, and a subject scope with memory) and another
+    enterprise "acme" with its root; every enterprise id, principal and key id ends
+    with `tag`."""
     now = datetime.now(UTC)
     an_hour_ago = now - timedelta(hours=1)
     target, other = TARGET + tag, OTHER + tag
@@ -262,8 +279,9 @@ def build_world(container: Container, snapshot: Snapshot, tag: str = "") -> Worl
         "nodes": [{"nodeId": "n1", "label": "N1"}, {"nodeId": "n2"}],
         "edges": [{"source": "n1", "relation": "KNOWS", "target": "n2"}],
     }
-    for path in (f"{A}/memory:commit", f"{S}/memory:commit"):
-        answer = world.send(Row("POST", path, seed, *OK), f"Bearer {tokens['root']}")
+    for path, body in ((f"{A}/memory:commit", seed), (f"{S}/memory:commit", seed),
+                       (f"{A}/memory:form", SEED_FORMATION)):  # fmt: skip
+        answer = world.send(Row("POST", path, body, *OK), f"Bearer {tokens['root']}")
         assert answer.status_code == 200, answer.get_data(as_text=True)
     return world
 
@@ -327,7 +345,7 @@ def _check_refusal(response: Any, code: int) -> None:
 
 
 def fake_world(tmp_path: Path) -> World:
-    store, identity = FakeStore(), FakeIdentityStore()
+    store, identity = FormingFakeStore(), FakeIdentityStore()
     container = make_container(tmp_path, store=store, identity=identity)
 
     def snapshot(enterprise: str | None) -> Any:
@@ -365,7 +383,7 @@ def test_matrix(tmp_path: Path, operation_id: str, case: str) -> None:
 # "answered exactly as though the scope did not exist"
 
 READS = ("agents.memory.query", "agents.memory.inspect", "scopes.memory.query",
-         "scopes.memory.inspect", "scopes.delete")  # fmt: skip
+         "scopes.memory.inspect", "scopes.delete", "agents.memory.steps.get")  # fmt: skip
 SCOPED = tuple(op for op in MATRIX if _route(op).scope is not None)
 
 

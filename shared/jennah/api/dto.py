@@ -312,6 +312,115 @@ class InspectResponse(WireResponse):
     next_page_token: str | None = None
 
 
+# memory:form
+
+TurnRoleName = Literal[
+    "TURN_ROLE_USER", "TURN_ROLE_ASSISTANT", "TURN_ROLE_TOOL_CALL", "TURN_ROLE_TOOL_RESULT"
+]
+CandidateKindName = Literal["CANDIDATE_KIND_FACT", "CANDIDATE_KIND_RELATIONSHIP"]
+DecisionName = Literal[
+    "MEMORY_DECISION_NEW",
+    "MEMORY_DECISION_REVISED",
+    "MEMORY_DECISION_KNOWN",
+    "MEMORY_DECISION_REJECTED",
+]
+
+
+class FormTurn(WireRequest):
+    """One turn of the conversation, in order."""
+
+    role: TurnRoleName
+    content: str = Field(description="The turn's text; must not be empty")
+
+
+class FormRequest(WireRequest):
+    """memory:form: a conversation to form memory from."""
+
+    turns: list[FormTurn] = Field(
+        default_factory=list,
+        description="1-200 turns; the rendered conversation must fit the input-token cap "
+        "(16,384 tokens, estimated as its UTF-8 bytes / 4)",
+    )
+    observed_at: Timestamp | None = Field(
+        default=None,
+        description="When the conversation took place: the validAt of formed memory and the "
+        "boundary for revisions; absent means now (real-time formation)",
+    )
+    formation_key: str | None = Field(
+        default=None,
+        description="Up to 256 characters: a retry under the same key (same turns and "
+        "observedAt) returns the original receipt instead of forming twice",
+    )
+
+
+class FormCandidate(WireResponse):
+    """One candidate of the receipt. `candidateId` correlates within the receipt only."""
+
+    candidate_id: str
+    kind: CandidateKindName
+    text: str
+    decision: DecisionName
+    matched_id: str | None = Field(
+        default=None,
+        description="The existing memory reconciled against: the superseded one for "
+        "REVISED, the matching one for KNOWN",
+    )
+    rejection_reason: str | None = Field(default=None, description="Only on REJECTED")
+    preserves_structure: bool | None = Field(
+        default=None,
+        description="Present, true, only when the fact keeps a table or code block of its "
+        "turn verbatim",
+    )
+
+
+class SummarizedStructure(WireResponse):
+    """Tables and code blocks of one turn summarized into prose rather than kept verbatim."""
+
+    turn_index: Int32
+    description: str = Field(description='Such as "1 table" or "1 table, 2 code blocks"')
+    summarized_count: Int32
+
+
+class FormResponse(WireResponse):
+    """The formation receipt. On a replay (`replay: true`) it is the original receipt:
+    its formationUnits are what the original formation consumed, not this request."""
+
+    commit_timestamp: Timestamp | None = None
+    candidates: list[FormCandidate] = Field(default_factory=list)
+    chunk_supersessions: Int64 = 0
+    edge_supersessions: Int64 = 0
+    summarized_structures: list[SummarizedStructure] = Field(default_factory=list)
+    candidates_dropped: Int64 = 0
+    candidate_cap: Int32 = 64
+    execution_log_rows: Int64 = Field(
+        default=0, description="0 when nothing was written or the step already existed"
+    )
+    formation_units: Int64 = 0
+    input_tokens: Int64 = Field(default=0, description="Reported by the model, summed")
+    output_tokens: Int64 = Field(
+        default=0, description="Reported by the model, summed, reasoning included"
+    )
+    replay: bool = False
+
+
+# execution-log steps
+
+
+class ExecutionLogStep(WireResponse):
+    """The rendered turns of a formation that wrote memory.
+
+    Turn i of `toolInput` runs from byte offset i of `metadata["jennah.turn_offsets"]`
+    (comma-joined UTF-8 byte offsets) to offset i+1, the last to the end. Slice by
+    offset, never by parsing the turn headers.
+    """
+
+    name: str = Field(description="agents/{agentInstanceId}/memory/steps/{stepId}")
+    step_id: str
+    tool_input: str
+    metadata: dict[str, str] = Field(default_factory=dict)
+    create_time: Timestamp | None = None
+
+
 # administration: API keys, role bindings, users, scopes, the caller
 
 ScopeKindName = Literal["AGENT", "SUBJECT"]

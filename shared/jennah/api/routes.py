@@ -1,13 +1,14 @@
 """HTTP routing shared by every Cloud Function and by `jnh serve`.
 
-Each function serves its own routes only (`COMMIT_ROUTES`, `QUERY_ROUTES`,
-`INSPECT_ROUTES`, `SCOPE_ROUTES`, `ADMIN_ROUTES`); `jnh serve` mounts
-`ALL_ROUTES`. A request goes through: match the path (404) and the method
-(405), authenticate (401), validate the path ids (400), authorize (every
-route declares its permission: `Access.open_scope` on a route naming a scope,
-404 without reach and 403 without the permission; `Access.require`
-elsewhere, 403), parse the body or query parameters strictly (400), call one
-handler, and map any error once, in `jennah.api.errors`.
+Each function serves its own routes only (`FORM_ROUTES`, `COMMIT_ROUTES`,
+`QUERY_ROUTES`, `INSPECT_ROUTES` with `STEP_ROUTES`, `SCOPE_ROUTES`,
+`ADMIN_ROUTES`); `jnh serve` mounts `ALL_ROUTES`. A request goes through:
+match the path (404) and the method (405), authenticate (401), validate the
+path ids (400), authorize (every route declares its permission:
+`Access.open_scope` on a route naming a scope, 404 without reach and 403
+without the permission; `Access.require` elsewhere, 403), parse the body or
+query parameters strictly (400), call one handler, and map any error once, in
+`jennah.api.errors`.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from typing import Any
 import flask
 from pydantic import BaseModel, ValidationError
 
-from jennah.api import dto, handlers, logs
+from jennah.api import dto, formation, handlers, logs
 from jennah.api.errors import MethodNotAllowed, error_response, from_validation_error
 from jennah.bootstrap import Container
 from jennah.domain import rules
@@ -48,7 +49,7 @@ class Route:
     """One operation: a path template such as /v1/scopes/{scopeId}/memory:commit.
 
     `permission` is what the caller needs (None: any authenticated caller);
-    with `scope`, the path's one parameter names a scope, which the caller
+    with `scope`, the path's first parameter names a scope, which the caller
     must also reach.
     """
 
@@ -66,6 +67,11 @@ class Route:
     @property
     def path_params(self) -> list[str]:
         return _PARAM.findall(self.template)
+
+    @property
+    def scope_param(self) -> str:
+        """The path parameter naming the scope (the first one)."""
+        return self.path_params[0]
 
     @property
     def pattern(self) -> re.Pattern[str]:
@@ -109,6 +115,32 @@ def _memory_routes(
     )
 
 
+# memory:form is published for agent workspaces only: /v1/scopes/{scopeId}/memory:form
+# does not exist (a 404 like any unknown path).
+FORM_ROUTES: tuple[Route, ...] = (
+    Route(
+        "POST", "/v1/agents/{agentInstanceId}/memory:form", formation.form,
+        "agents.memory.form",
+        "Form memory from conversation turns: extract facts and relationships, reconcile "
+        "them with the workspace's memory and commit the result atomically; the first "
+        "formation creates the agent workspace",
+        Permission.MEMORY_FORM, scope=ScopeAccess(ScopeKind.AGENT, create=True),
+        request_model=dto.FormRequest, response_model=dto.FormResponse,
+    ),
+)  # fmt: skip
+# The execution-log steps formations write: resources named
+# agents/{agentInstanceId}/memory/steps/{stepId}, a collection under the workspace's
+# memory (the singleton that memory:form, :commit and :query act on).
+STEP_ROUTES: tuple[Route, ...] = (
+    Route(
+        "GET", "/v1/agents/{agentInstanceId}/memory/steps/{stepId}", formation.get_step,
+        "agents.memory.steps.get",
+        "Read one execution-log step: the rendered turns of a formation (toolInput) and "
+        "its metadata, with jennah.turn_offsets",
+        Permission.MEMORY_QUERY, scope=ScopeAccess(ScopeKind.AGENT),
+        response_model=dto.ExecutionLogStep,
+    ),
+)  # fmt: skip
 COMMIT_ROUTES = _memory_routes(
     "POST",
     "commit",
@@ -210,7 +242,13 @@ ADMIN_ROUTES: tuple[Route, ...] = (
     ),
 )  # fmt: skip
 ALL_ROUTES: tuple[Route, ...] = (
-    COMMIT_ROUTES + QUERY_ROUTES + INSPECT_ROUTES + SCOPE_ROUTES + ADMIN_ROUTES
+    FORM_ROUTES
+    + COMMIT_ROUTES
+    + QUERY_ROUTES
+    + INSPECT_ROUTES
+    + STEP_ROUTES
+    + SCOPE_ROUTES
+    + ADMIN_ROUTES
 )
 
 
@@ -268,9 +306,12 @@ def authorize(
     """The route's permission, and reach over the scope it names (see the module doc)."""
     if route.scope is not None:
         assert route.permission is not None, f"{route.operation_id} names a scope"
-        (param,) = route.path_params
         return access.open_scope(
-            caller, path[param], route.scope.kind, route.permission, create=route.scope.create
+            caller,
+            path[route.scope_param],
+            route.scope.kind,
+            route.permission,
+            create=route.scope.create,
         )
     if route.permission is not None:
         access.require(caller, route.permission)

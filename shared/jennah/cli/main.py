@@ -45,13 +45,14 @@ def cli(ctx: click.Context) -> None:
 
 @click.group(
     "agents",
-    short_help="Agent workspaces: list, memory commit|query|inspect.",
+    short_help="Agent workspaces: list, memory form|step|commit|query|inspect.",
     help="""Agent workspaces. /v1/agents/X reaches agent workspace X only; /v1/scopes/X
     reaches the same workspace (and subject scopes too).
 
     \b
     Example:
       jnh agents list
+      jnh agents memory form support-bot --from-file turns.json
       jnh agents memory query support-bot --text "what does the user prefer"
     """,
 )

@@ -1,4 +1,5 @@
-"""`jnh agents memory …` and `jnh scopes memory …`: commit, query, inspect.
+"""`jnh agents memory …` and `jnh scopes memory …`: commit, query, inspect; and, for
+agent workspaces only, form and step (`jennah.cli.formation`).
 
 Agent workspaces and subject scopes share one identifier space, so both
 groups reach the same memory; each mirrors its REST routes.
@@ -10,7 +11,7 @@ from typing import Any
 
 import click
 
-from jennah.cli import render
+from jennah.cli import formation, render
 from jennah.cli.client import resource_path
 from jennah.cli.inputs import (
     FILTER_HELP,
@@ -21,21 +22,33 @@ from jennah.cli.inputs import (
 )
 from jennah.cli.options import ClientOptions, client_options
 
+_EXAMPLE_INDENT = "\n" + " " * 10
+
 
 def memory_group(collection: str, metavar: str, noun: str) -> click.Group:
     """The `memory` group of `jnh agents` (collection 'agents') or `jnh scopes`."""
     sample = _sample(collection)
+    forms = collection == "agents"  # memory:form is published for agent workspaces only
+    verbs = "Form, commit, query and inspect" if forms else "Commit, query and inspect"
+    examples = [
+        f"jnh {collection} memory commit {sample} --from-file memories.yaml",
+        f'jnh {collection} memory query {sample} --text "where does Alice work"',
+        f"jnh {collection} memory inspect {sample} --graph",
+    ]
+    if forms:
+        examples.insert(0, f"jnh {collection} memory form {sample} --from-file turns.json")
     group = click.Group(
         "memory",
-        help=f"""Commit, query and inspect the memory of {noun}.
+        help=f"""{verbs} the memory of {noun}.
 
         \b
         Examples:
-          jnh {collection} memory commit {sample} --from-file memories.yaml
-          jnh {collection} memory query {sample} --text "where does Alice work"
-          jnh {collection} memory inspect {sample} --graph
+          {_EXAMPLE_INDENT.join(examples)}
         """,
     )
+    if forms:
+        group.add_command(formation.form_command())
+        group.add_command(formation.step_command())
     group.add_command(_commit_command(collection, metavar, noun))
     group.add_command(_query_command(collection, metavar, noun))
     group.add_command(_inspect_command(collection, metavar, noun))

@@ -71,55 +71,70 @@ data_dir_option = click.option(
     help="The local server's data directory [default: JENNAH_DATA_DIR, else ~/.jennah].",
 )
 
-_CLIENT_OPTIONS = (
-    click.option(
-        "--endpoint",
-        metavar="URL",
-        help="The server [default: JENNAH_ENDPOINT, else http://127.0.0.1:8080].",
-    ),
-    click.option(
-        "--token",
-        envvar="JENNAH_TOKEN",
-        metavar="TOKEN",
-        help="Bearer credential [default: JENNAH_TOKEN, else the one saved by "
-        "`jnh auth login`, else the local server's root credential from --data-dir].",
-    ),
-    data_dir_option,
-    click.option(
-        "-o",
-        "--output",
-        type=click.Choice(OUTPUT_FORMATS),
-        default="table",
-        show_default=True,
-        help="json prints the response verbatim; name prints one id per line.",
-    ),
-    click.option(
-        "--timeout",
-        type=click.FloatRange(min=0.1),
-        default=120.0,
-        show_default=True,
-        help="Seconds to wait for the answer.",
-    ),
-)
+DEFAULT_TIMEOUT = 120.0
+
+
+def _client_option_list(timeout: float, timeout_help: str) -> tuple[Callable[..., Any], ...]:
+    return (
+        click.option(
+            "--endpoint",
+            metavar="URL",
+            help="The server [default: JENNAH_ENDPOINT, else http://127.0.0.1:8080].",
+        ),
+        click.option(
+            "--token",
+            envvar="JENNAH_TOKEN",
+            metavar="TOKEN",
+            help="Bearer credential [default: JENNAH_TOKEN, else the one saved by "
+            "`jnh auth login`, else the local server's root credential from --data-dir].",
+        ),
+        data_dir_option,
+        click.option(
+            "-o",
+            "--output",
+            type=click.Choice(OUTPUT_FORMATS),
+            default="table",
+            show_default=True,
+            help="json prints the response verbatim; name prints one id per line.",
+        ),
+        click.option(
+            "--timeout",
+            type=click.FloatRange(min=0.1),
+            default=timeout,
+            show_default=True,
+            help=timeout_help,
+        ),
+    )
+
+
+def client_options_with(
+    timeout: float, timeout_help: str = "Seconds to wait for the answer."
+) -> Callable[[Callable[..., None]], Callable[..., None]]:
+    """`client_options` with another --timeout default (memory:form waits 30 minutes)."""
+    options = _client_option_list(timeout, timeout_help)
+
+    def decorate(func: Callable[..., None]) -> Callable[..., None]:
+        @functools.wraps(func)
+        def wrapper(
+            *args: Any,
+            endpoint: str | None,
+            token: str | None,
+            data_dir: Path | None,
+            output: str,
+            timeout: float,
+            **kwargs: Any,
+        ) -> None:
+            opts = ClientOptions(endpoint, token, data_dir, output, timeout)
+            func(*args, opts=opts, **kwargs)
+
+        decorated: Callable[..., None] = wrapper
+        for option in reversed(options):
+            decorated = option(decorated)
+        return decorated
+
+    return decorate
 
 
 def client_options(func: Callable[..., None]) -> Callable[..., None]:
     """Add --endpoint, --token, --data-dir, -o and --timeout; pass them as `opts`."""
-
-    @functools.wraps(func)
-    def wrapper(
-        *args: Any,
-        endpoint: str | None,
-        token: str | None,
-        data_dir: Path | None,
-        output: str,
-        timeout: float,
-        **kwargs: Any,
-    ) -> None:
-        opts = ClientOptions(endpoint, token, data_dir, output, timeout)
-        func(*args, opts=opts, **kwargs)
-
-    decorated: Callable[..., None] = wrapper
-    for option in reversed(_CLIENT_OPTIONS):
-        decorated = option(decorated)
-    return decorated
+    return client_options_with(DEFAULT_TIMEOUT)(func)

@@ -32,7 +32,9 @@ DEFAULT_PORT = 8080
     <data-dir>/credentials.json (mode 0600); later starts reuse it. jnh commands
     use it automatically and `jnh auth print-token` prints it. The store and embedder come from
     JENNAH_STORE (sqlite, the default, at <data-dir>/memory.db; or spanner) and
-    JENNAH_EMBEDDER (minilm, the default; or hashing for fast tests). --host and
+    JENNAH_EMBEDDER (minilm, the default; or hashing for fast tests), the model
+    memory:form uses from JENNAH_FORMATION_MODEL (rules, the default: offline and
+    deterministic; or vertex, Gemini on Vertex AI with JENNAH_VERTEX_PROJECT). --host and
     --port default to those of JENNAH_ENDPOINT (http://127.0.0.1:8080).
 
     \b
