@@ -173,9 +173,25 @@ def build_embedder(settings: Settings) -> Embedder:
         from jennah.adapters.embedding.hashing import HashingEmbedder
 
         return HashingEmbedder()
+    if settings.embedder == "vertex":
+        from jennah.adapters.embedding.vertex import VertexEmbedder
+
+        return VertexEmbedder(
+            project=_vertex_project(settings, "JENNAH_EMBEDDER=vertex"),
+            location=settings.vertex_location,
+            model=settings.vertex_embedding_model,
+            base_url=settings.vertex_base_url,
+            timeout_seconds=settings.embedding_timeout_seconds,
+        )
     from jennah.adapters.embedding.minilm import MiniLMEmbedder
 
     return MiniLMEmbedder(cache_dir=settings.model_cache_dir)
+
+
+def _vertex_project(settings: Settings, what: str) -> str:
+    if not settings.vertex_project:
+        raise Internal(f"the service is misconfigured: {what} needs JENNAH_VERTEX_PROJECT")
+    return settings.vertex_project
 
 
 def build_model(settings: Settings) -> LanguageModel:
@@ -183,13 +199,8 @@ def build_model(settings: Settings) -> LanguageModel:
     if settings.formation_model == "vertex":
         from jennah.adapters.models.vertex import VertexModel
 
-        if not settings.vertex_project:
-            raise Internal(
-                "the formation model is misconfigured: JENNAH_FORMATION_MODEL=vertex needs "
-                "JENNAH_VERTEX_PROJECT"
-            )
         return VertexModel(
-            project=settings.vertex_project,
+            project=_vertex_project(settings, "JENNAH_FORMATION_MODEL=vertex"),
             location=settings.vertex_location,
             model=settings.vertex_model,
             base_url=settings.vertex_base_url,
