@@ -84,3 +84,25 @@ class ConnectionPool:
                 self._idle.append(conn)
                 return
         conn.close()
+
+
+@contextmanager
+def immediate_transaction(conn: Connection, store: str) -> Iterator[Connection]:
+    """One BEGIN IMMEDIATE … COMMIT on a writer connection, rolled back on any error.
+
+    The caller holds its write lock. A writer that cannot start (another
+    process holds the file past the busy timeout) is ABORTED, retryable.
+    """
+    from jennah.errors import Aborted
+
+    try:
+        conn.execute("BEGIN IMMEDIATE")
+    except OperationalError as exc:
+        raise Aborted(f"the {store} is busy ({exc}); retry", reason="STORE_BUSY") from exc
+    try:
+        yield conn
+        conn.execute("COMMIT")
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise

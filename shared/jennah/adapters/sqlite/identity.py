@@ -24,11 +24,11 @@ from typing import TYPE_CHECKING, Any
 from jennah.adapters.sqlite.connection import (
     ConnectionPool,
     IntegrityError,
-    OperationalError,
+    immediate_transaction,
     open_connection,
 )
 from jennah.domain.access import ApiKey, Enterprise, Role, RoleBinding, User
-from jennah.errors import Aborted, AlreadyExists
+from jennah.errors import AlreadyExists
 
 if TYPE_CHECKING:
     from sqlite3 import Connection, Row
@@ -255,21 +255,9 @@ class SqliteIdentityStore:
 
     @contextmanager
     def _transaction(self) -> Iterator[Connection]:
-        """One BEGIN IMMEDIATE … COMMIT on the writer; the caller holds the write lock."""
-        conn = self._writer
-        try:
-            conn.execute("BEGIN IMMEDIATE")
-        except OperationalError as exc:
-            raise Aborted(
-                f"the identity store is busy ({exc}); retry", reason="STORE_BUSY"
-            ) from exc
-        try:
+        """One transaction on the writer; the caller holds the write lock."""
+        with immediate_transaction(self._writer, "identity store") as conn:
             yield conn
-            conn.execute("COMMIT")
-        except BaseException:
-            if conn.in_transaction:
-                conn.execute("ROLLBACK")
-            raise
 
     def _read_one(self, query: str, params: tuple[Any, ...]) -> Row | None:
         with self._pool.connection() as conn:

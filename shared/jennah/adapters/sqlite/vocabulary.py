@@ -20,9 +20,12 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from jennah.adapters.sqlite.connection import ConnectionPool, OperationalError, open_connection
+from jennah.adapters.sqlite.connection import (
+    ConnectionPool,
+    immediate_transaction,
+    open_connection,
+)
 from jennah.domain.vocabulary import Declaration, Vocabulary
-from jennah.errors import Aborted
 
 if TYPE_CHECKING:
     from sqlite3 import Connection
@@ -114,19 +117,6 @@ class SqliteVocabularyStore:
 
     @contextmanager
     def _transaction(self) -> Iterator[Connection]:
-        """One BEGIN IMMEDIATE … COMMIT on the writer, under the write lock."""
-        with self._write_lock:
-            conn = self._writer
-            try:
-                conn.execute("BEGIN IMMEDIATE")
-            except OperationalError as exc:
-                raise Aborted(
-                    f"the vocabulary store is busy ({exc}); retry", reason="STORE_BUSY"
-                ) from exc
-            try:
-                yield conn
-                conn.execute("COMMIT")
-            except BaseException:
-                if conn.in_transaction:
-                    conn.execute("ROLLBACK")
-                raise
+        """One transaction on the writer, under the write lock."""
+        with self._write_lock, immediate_transaction(self._writer, "vocabulary store") as conn:
+            yield conn
