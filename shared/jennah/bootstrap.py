@@ -11,6 +11,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from jennah.auth import (
@@ -27,6 +28,7 @@ from jennah.ports.embedder import Embedder
 from jennah.ports.identity import IdentityStore
 from jennah.ports.model import LanguageModel
 from jennah.ports.store import MemoryStore
+from jennah.ports.vocabulary import VocabularyStore
 from jennah.services.access import (
     Access,
     IdTokenVerifier,
@@ -53,8 +55,9 @@ def utc_now() -> datetime:
 
 
 class Container:
-    """The store, identity store, embedder, formation model and access checks of one
-    process, each built lazily once.
+    """The store, identity store, vocabulary store, embedder, formation model and access
+    checks of one process, each built lazily once. The identity and vocabulary stores
+    share one Firestore client when the control documents are in Firestore.
 
     Tests pass ready-made fakes; anything not passed is built from `settings`.
     """
@@ -65,6 +68,7 @@ class Container:
         *,
         store: MemoryStore | None = None,
         identity: IdentityStore | None = None,
+        vocabularies: VocabularyStore | None = None,
         embedder: Embedder | None = None,
         model: LanguageModel | None = None,
         verifier: IdTokenVerifier | None = None,
@@ -74,6 +78,8 @@ class Container:
         self.now = now
         self._store = store
         self._identity = identity
+        self._vocabularies = vocabularies
+        self._firestore_client: Any = None
         self._embedder = embedder
         self._model = model
         self._verifier = verifier
@@ -91,8 +97,23 @@ class Container:
     def identity(self) -> IdentityStore:
         with self._lock:
             if self._identity is None:
-                self._identity = build_identity(self.settings)
+                self._identity = build_identity(self.settings, self._firestore)
             return self._identity
+
+    @property
+    def vocabularies(self) -> VocabularyStore:
+        """The memory vocabulary declarations, beside the identities (control documents)."""
+        with self._lock:
+            if self._vocabularies is None:
+                self._vocabularies = build_vocabularies(self.settings, self._firestore)
+            return self._vocabularies
+
+    def _firestore(self) -> Any:
+        """The one Firestore client of the control documents, built on first use."""
+        with self._lock:
+            if self._firestore_client is None:
+                self._firestore_client = build_firestore_client(self.settings)
+            return self._firestore_client
 
     @property
     def embedder(self) -> Embedder:
@@ -120,12 +141,13 @@ class Container:
     def warm(self) -> None:
         """Build everything now and load the embedding model (for `jnh serve`)."""
         _ = self.access
+        _ = self.vocabularies
         embedder = self.embedder
         if isinstance(embedder, _Loadable):
             embedder.load()
 
     def close(self) -> None:
-        for adapter in (self._store, self._identity):
+        for adapter in (self._store, self._identity, self._vocabularies):
             if isinstance(adapter, _Closable):
                 adapter.close()
 
@@ -150,22 +172,55 @@ def _spanner_store(settings: Settings) -> MemoryStore:
     return SpannerStore(database, timeout_seconds=settings.spanner_timeout_seconds)
 
 
-def build_identity(settings: Settings) -> IdentityStore:
-    """Control documents: Firestore in production, the memory store's SQLite file locally."""
-    if settings.control == "firestore":
-        from google.cloud import firestore
+FirestoreClientFactory = Callable[[], Any]  # the client, built on first call
 
+
+def build_firestore_client(settings: Settings) -> Any:
+    from google.cloud import firestore
+
+    # FIRESTORE_EMULATOR_HOST, when set, points this client at the emulator.
+    return firestore.Client(
+        project=settings.firestore_project, database=settings.firestore_database
+    )
+
+
+def build_identity(
+    settings: Settings, firestore: FirestoreClientFactory | None = None
+) -> IdentityStore:
+    """Control documents: Firestore in production, the memory store's SQLite file locally.
+
+    `firestore` gives the Firestore client to use (one built from `settings` when None).
+    """
+    if settings.control == "firestore":
         from jennah.adapters.firestore.identity import FirestoreIdentityStore
 
-        # FIRESTORE_EMULATOR_HOST, when set, points this client at the emulator.
-        client: Any = firestore.Client(
-            project=settings.firestore_project, database=settings.firestore_database
-        )
-        return FirestoreIdentityStore(client)
+        return FirestoreIdentityStore(_firestore_client(settings, firestore))
     from jennah.adapters.sqlite.identity import SqliteIdentityStore
 
+    return SqliteIdentityStore(_local_control_file(settings))
+
+
+def build_vocabularies(
+    settings: Settings, firestore: FirestoreClientFactory | None = None
+) -> VocabularyStore:
+    """Where vocabularies are declared: beside the identities, as `build_identity` chooses."""
+    if settings.control == "firestore":
+        from jennah.adapters.firestore.vocabulary import FirestoreVocabularyStore
+
+        return FirestoreVocabularyStore(_firestore_client(settings, firestore))
+    from jennah.adapters.sqlite.vocabulary import SqliteVocabularyStore
+
+    return SqliteVocabularyStore(_local_control_file(settings))
+
+
+def _firestore_client(settings: Settings, firestore: FirestoreClientFactory | None) -> Any:
+    return firestore() if firestore is not None else build_firestore_client(settings)
+
+
+def _local_control_file(settings: Settings) -> Path:
+    """The memory store's SQLite file, which also holds the control documents locally."""
     settings.data_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
-    return SqliteIdentityStore(settings.data_dir / "memory.db")
+    return settings.data_dir / "memory.db"
 
 
 def build_embedder(settings: Settings) -> Embedder:

@@ -266,3 +266,30 @@ def test_a_destroyed_scope_declared_again_starts_fresh(
     vocabularies.delete_scope(enterprise, "bot.a")
     vocabularies.put(enterprise, "bot.a", TICKETS)
     assert vocabulary_of(vocabularies.get(enterprise, "bot.a")) == TICKETS
+
+
+def test_destroying_a_scope_erases_its_declaration_in_this_store(
+    vocabularies: VocabularyStore, enterprise: str, tmp_path: Path
+) -> None:
+    """`admin.destroy_scope` erases the scope's memory and its scope-level vocabulary,
+    and nothing of another scope or of the enterprise level."""
+    from jennah.adapters.sqlite.store import SqliteStore
+    from jennah.domain.access import ScopeKind
+    from jennah.domain.models import CommitPlan, ScopeRecord, ScopeRef
+    from jennah.services.access import OpenedScope
+    from jennah.services.admin import destroy_scope
+
+    memory = SqliteStore(tmp_path / "destroy.db")
+    doomed = ScopeRef(enterprise_id=enterprise, scope_id="bot.a")
+    memory.apply(CommitPlan(scope=doomed, registration=ScopeRecord(scope=doomed, kind="agent")))
+    vocabularies.put(enterprise, None, CLASSES)
+    vocabularies.put(enterprise, "bot.a", TICKETS)
+    vocabularies.put(enterprise, "bot.b", EMPTY)
+    try:
+        destroy_scope(memory, vocabularies, OpenedScope(doomed, ScopeKind.AGENT, None))
+        assert memory.get_scope(doomed) is None
+    finally:
+        memory.close()
+    assert vocabularies.get(enterprise, "bot.a") is None
+    assert vocabulary_of(vocabularies.get(enterprise, "bot.b")) == EMPTY
+    assert vocabulary_of(vocabularies.get(enterprise, None)) == CLASSES

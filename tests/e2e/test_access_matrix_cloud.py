@@ -1,5 +1,5 @@
 """The access matrix on the production adapters: Cloud Spanner (memory) and Firestore
-(identities), each on its local emulator.
+(identities and vocabularies), each on its local emulator.
 
 The emulators are shared by the whole test session, so each world's enterprise
 ids, principals and key ids carry a unique tag, and "nothing written" compares
@@ -26,6 +26,7 @@ from tests.unit.test_access_matrix import CASES, MATRIX, World, build_world, che
 pytestmark = [pytest.mark.spanner, pytest.mark.firestore, pytest.mark.slow]
 
 IDENTITY_COLLECTIONS = ("users", "apiKeys", "roleBindings")
+VOCABULARY_COLLECTIONS = ("vocabulary", "scopeVocabularies")
 INDEXES = ("userIndex", "apiKeyIndex")
 # the malformed credentials that reach the identity store (the others never leave Access)
 MALFORMED_LOOKUPS = (
@@ -75,7 +76,7 @@ def firestore_documents(client: Any, enterprises: tuple[str, ...]) -> dict[str, 
     for enterprise in enterprises:
         root = client.collection("enterprises").document(enterprise)
         documents[root.path] = root.get().to_dict()
-        for name in IDENTITY_COLLECTIONS:
+        for name in IDENTITY_COLLECTIONS + VOCABULARY_COLLECTIONS:
             for doc in root.collection(name).stream():
                 documents[doc.reference.path] = doc.to_dict()
     for index in INDEXES:
@@ -97,6 +98,7 @@ def cloud() -> tuple[Any, Any]:
 
 def cloud_world(cloud: tuple[Any, Any]) -> World:
     from jennah.adapters.firestore.identity import FirestoreIdentityStore
+    from jennah.adapters.firestore.vocabulary import FirestoreVocabularyStore
     from jennah.adapters.spanner.store import SpannerStore
 
     database, client = cloud
@@ -105,6 +107,7 @@ def cloud_world(cloud: tuple[Any, Any]) -> World:
         Settings(embedder="hashing", store="spanner", control="firestore"),
         store=SpannerStore(database),
         identity=FirestoreIdentityStore(client),
+        vocabularies=FirestoreVocabularyStore(client),
         embedder=HashingEmbedder(),
     )
     mine = ("local" + tag, "acme" + tag)

@@ -1,5 +1,5 @@
-"""The access matrix on the real SQLite adapters: the memory store and the identity
-store on one SQLite file, as `jnh serve` wires them.
+"""The access matrix on the real SQLite adapters: the memory store, the identity store
+and the vocabulary store on one SQLite file, as `jnh serve` wires them.
 
 "Nothing written" is checked on the file itself: every row of every table, read
 through a connection of its own, before and after each refused request.
@@ -76,8 +76,10 @@ def make_world(tmp_path: Path) -> Iterator[Any]:
 def test_the_sqlite_tables_hold_the_world(make_world: Any) -> None:
     world = make_world()
     local = world.snapshot("local")
-    assert {"scopes", "users", "api_keys", "role_bindings", "memory_records"} <= set(local)
+    assert {"scopes", "users", "api_keys", "role_bindings", "memory_records",
+            "vocabularies"} <= set(local)  # fmt: skip
     assert len(local["scopes"]) == 2 and len(local["api_keys"]) == 4
+    assert len(local["vocabularies"]) == 1
 
 
 @pytest.mark.parametrize(("operation_id", "case"), MATRIX_CASES)

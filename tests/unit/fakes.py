@@ -40,6 +40,7 @@ from jennah.domain.models import (
     ScoredRecord,
     Status,
 )
+from jennah.domain.vocabulary import Declaration, Vocabulary
 from jennah.errors import AlreadyExists, NotFound
 from jennah.services.access import IdTokenVerifier, hash_secret, user_token
 from jennah.settings import Settings
@@ -359,6 +360,35 @@ class FakeIdentityStore:
         }
 
 
+class FakeVocabularyStore:
+    """VocabularyStore in memory: one declaration per (enterprise, scope id or None)."""
+
+    def __init__(self) -> None:
+        self.levels: dict[tuple[str, str | None], Declaration] = {}
+
+    def get(self, enterprise_id: str, scope_id: str | None) -> Declaration | None:
+        return self.levels.get((enterprise_id, scope_id))
+
+    def put(self, enterprise_id: str, scope_id: str | None, vocabulary: Vocabulary) -> Declaration:
+        declaration = Declaration(vocabulary=vocabulary, update_time=datetime.now(UTC))
+        self.levels[(enterprise_id, scope_id)] = declaration
+        return declaration
+
+    def delete(self, enterprise_id: str, scope_id: str | None) -> bool:
+        return self.levels.pop((enterprise_id, scope_id), None) is not None
+
+    def delete_scope(self, enterprise_id: str, scope_id: str) -> None:
+        self.levels.pop((enterprise_id, scope_id), None)
+
+    def snapshot(self, enterprise_id: str | None = None) -> dict[str, Any]:
+        """Every declaration (of one enterprise when given), comparable with ==."""
+        return {
+            key: declaration.model_dump()
+            for key, declaration in self.levels.items()
+            if enterprise_id is None or key[0] == enterprise_id
+        }
+
+
 def add_enterprise(
     identity: FakeIdentityStore | Any, enterprise_id: str, root: str, secret: str
 ) -> str:
@@ -379,9 +409,10 @@ def make_container(
     store: FakeStore | None = None,
     identity: FakeIdentityStore | None = None,
     verifier: IdTokenVerifier | None = None,
+    vocabularies: FakeVocabularyStore | None = None,
 ) -> Container:
     """A container on fakes: FakeStore, FakeIdentityStore (enterprise "local" with the
-    root user's credential TOKEN) and the HashingEmbedder."""
+    root user's credential TOKEN), FakeVocabularyStore and the HashingEmbedder."""
     if identity is None:
         identity = FakeIdentityStore()
         add_enterprise(identity, ENTERPRISE, ROOT, ROOT_SECRET)
@@ -389,6 +420,7 @@ def make_container(
         Settings(data_dir=tmp_path, store="sqlite", embedder="hashing"),
         store=store or FakeStore(),
         identity=identity,
+        vocabularies=vocabularies or FakeVocabularyStore(),
         embedder=HashingEmbedder(),
         verifier=verifier,
     )
@@ -418,6 +450,20 @@ class Api:
         assert isinstance(identity, FakeIdentityStore)
         return identity
 
+    @property
+    def vocabularies(self) -> FakeVocabularyStore:
+        vocabularies = self.container.vocabularies
+        assert isinstance(vocabularies, FakeVocabularyStore)
+        return vocabularies
+
+    def put(self, path: str, body: Any = None, token: str | None = TOKEN, **params: str) -> Any:
+        body = {} if body is None else body
+        data = body if isinstance(body, str | bytes) else flask.json.dumps(body)
+        return self.app.test_client().put(
+            path, data=data, query_string=params, headers=_auth(token),
+            content_type="application/json",
+        )  # fmt: skip
+
     def post(self, path: str, body: Any = None, token: str | None = TOKEN) -> Any:
         body = {} if body is None else body
         data = body if isinstance(body, str | bytes) else flask.json.dumps(body)
@@ -428,8 +474,8 @@ class Api:
     def get(self, path: str, token: str | None = TOKEN, **params: str) -> Any:
         return self.app.test_client().get(path, query_string=params, headers=_auth(token))
 
-    def delete(self, path: str, token: str | None = TOKEN) -> Any:
-        return self.app.test_client().delete(path, headers=_auth(token))
+    def delete(self, path: str, token: str | None = TOKEN, **params: str) -> Any:
+        return self.app.test_client().delete(path, query_string=params, headers=_auth(token))
 
 
 def _auth(token: str | None) -> dict[str, str]:

@@ -55,7 +55,7 @@ from jennah.domain.access import (
 )
 from jennah.domain.formation import Turn, TurnRole, render
 from jennah.services.access import api_key_token, hash_secret, user_token
-from tests.unit.fakes import FakeIdentityStore, make_container
+from tests.unit.fakes import FakeIdentityStore, FakeVocabularyStore, make_container
 from tests.unit.test_api_form_fakes import FormingFakeStore
 
 TARGET = "local"
@@ -95,6 +95,14 @@ WRITE = {"chunks": [{"text": "matrix write"}]}
 QUERY = {"semantic": {"queryText": "alpha"}}
 FORM = {"turns": [{"role": "TURN_ROLE_USER", "content": "I work at Matrixworks."}]}
 A, S = "/v1/agents/bot.a", "/v1/scopes/team.x"
+# the vocabulary routes name the agent workspace's level: in the body on PUT, in the query
+# on GET and DELETE (the world declares a vocabulary there, so DELETE finds one)
+V = "/v1/memory/vocabulary"
+DECLARE = {"scopeId": "bot.a", "vocabulary": {"entityClasses": [{"name": "Person"}]}}
+SEED_VOCABULARY = {
+    "scopeId": "bot.a",
+    "vocabulary": {"entityClasses": [{"name": "Matrixperson", "description": "seeded"}]},
+}
 # the world's agent workspace also holds one formation: its execution-log step id is
 # content-derived (the rendered turns and observedAt), so it is known in advance
 SEED_FORMATION = {
@@ -118,6 +126,9 @@ REQUESTS: dict[str, tuple[str, str, dict[str, Any] | None]] = {
     "scopes.list": ("GET", "/v1/scopes", None),
     "scopes.create": ("POST", "/v1/scopes", {"scopeId": "team.y", "kind": "SUBJECT"}),
     "scopes.delete": ("DELETE", S, None),
+    "memory.vocabulary.declare": ("PUT", V, DECLARE),
+    "memory.vocabulary.get": ("GET", f"{V}?scopeId=bot.a", None),
+    "memory.vocabulary.delete": ("DELETE", f"{V}?scopeId=bot.a", None),
     "caller.get": ("GET", "/v1/caller", None),
     "apiKeys.create": ("POST", "/v1/apiKeys", {"role": "member", "agentSelectors": ["bot.*"]}),
     "apiKeys.list": ("GET", "/v1/apiKeys", None),
@@ -146,6 +157,9 @@ EXPECTED: dict[str, tuple[int, int, int, int | None, int]] = {
     "scopes.list":           (200, 200, 403, 200, 200),
     "scopes.create":         (200, 200, 403, 404, 200),
     "scopes.delete":         (200, 404, 403, 404, 200),
+    "memory.vocabulary.declare": (200, 200, 403, 404, 403),
+    "memory.vocabulary.get":     (200, 200, 404, 404, 200),
+    "memory.vocabulary.delete":  (200, 404, 403, 404, 403),
     "caller.get":            (200, 200, 200, 200, 200),
     "apiKeys.create":        (200, 200, 403, None, 403),
     "apiKeys.list":          (200, 200, 403, None, 403),
@@ -159,7 +173,7 @@ EXPECTED: dict[str, tuple[int, int, int, int | None, int]] = {
 MATRIX: dict[str, Row] = {
     op: Row(*REQUESTS[op], *EXPECTED[op]) for op in sorted(REQUESTS.keys() & EXPECTED.keys())
 }
-# every (route, case) pair that applies: 20 routes x 9 cases, less the 7 n/a
+# every (route, case) pair that applies: 23 routes x 9 cases, less the 7 n/a
 MATRIX_CASES = [
     (op, case) for op, row in MATRIX.items() for case in CASES if getattr(row, case) is not None
 ]
@@ -169,7 +183,7 @@ OK = (200, 200, 200, 200, 200)  # for the world's own requests
 
 # what an outsider's answer must never name
 SECRETS = ("bot.a", "team.x", "kroot{tag}", "kmember{tag}", "krevoked{tag}", "kexpired{tag}",
-           "alpha fact", "Lisbon", STEP_ID)  # fmt: skip
+           "alpha fact", "Lisbon", STEP_ID, "Matrixperson")  # fmt: skip
 
 
 # the world every case runs in
@@ -252,7 +266,7 @@ def _key(container: Container, target: str, key_id: str, role: Role, **fields: A
 
 def build_world(container: Container, snapshot: Snapshot, tag: str = "") -> World:
     """The target enterprise "local" (a root, three users, four keys, an agent workspace
-    with memory and one formation, and a subject scope with memory) and another
+    with memory, one formation and a vocabulary, and a subject scope with memory) and another
     enterprise "acme" with its root; every enterprise id, principal and key id ends
     with `tag`."""
     now = datetime.now(UTC)
@@ -279,9 +293,11 @@ def build_world(container: Container, snapshot: Snapshot, tag: str = "") -> Worl
         "nodes": [{"nodeId": "n1", "label": "N1"}, {"nodeId": "n2"}],
         "edges": [{"source": "n1", "relation": "KNOWS", "target": "n2"}],
     }
-    for path, body in ((f"{A}/memory:commit", seed), (f"{S}/memory:commit", seed),
-                       (f"{A}/memory:form", SEED_FORMATION)):  # fmt: skip
-        answer = world.send(Row("POST", path, body, *OK), f"Bearer {tokens['root']}")
+    for method, path, body in (("POST", f"{A}/memory:commit", seed),
+                               ("POST", f"{S}/memory:commit", seed),
+                               ("POST", f"{A}/memory:form", SEED_FORMATION),
+                               ("PUT", V, SEED_VOCABULARY)):  # fmt: skip
+        answer = world.send(Row(method, path, body, *OK), f"Bearer {tokens['root']}")
         assert answer.status_code == 200, answer.get_data(as_text=True)
     return world
 
@@ -345,11 +361,12 @@ def _check_refusal(response: Any, code: int) -> None:
 
 
 def fake_world(tmp_path: Path) -> World:
-    store, identity = FormingFakeStore(), FakeIdentityStore()
-    container = make_container(tmp_path, store=store, identity=identity)
+    store, identity, vocabularies = FormingFakeStore(), FakeIdentityStore(), FakeVocabularyStore()
+    container = make_container(tmp_path, store=store, identity=identity, vocabularies=vocabularies)
 
     def snapshot(enterprise: str | None) -> Any:
-        return store.snapshot(enterprise), identity.snapshot(enterprise)
+        return (store.snapshot(enterprise), identity.snapshot(enterprise),
+                vocabularies.snapshot(enterprise))  # fmt: skip
 
     return build_world(container, snapshot)
 
@@ -362,7 +379,8 @@ def test_every_route_is_in_the_matrix() -> None:
         )
     for operation_id, row in MATRIX.items():
         route = _route(operation_id)
-        assert (row.method, route.pattern.match(row.path) is not None) == (route.method, True)
+        path = row.path.partition("?")[0]
+        assert (row.method, route.pattern.match(path) is not None) == (route.method, True)
 
 
 def test_the_matrix_covers_every_route_and_case() -> None:
@@ -384,7 +402,7 @@ def test_matrix(tmp_path: Path, operation_id: str, case: str) -> None:
 
 READS = ("agents.memory.query", "agents.memory.inspect", "scopes.memory.query",
          "scopes.memory.inspect", "scopes.delete", "agents.memory.steps.get")  # fmt: skip
-SCOPED = tuple(op for op in MATRIX if _route(op).scope is not None)
+SCOPED = tuple(op for op in MATRIX if _route(op).scope is not None or _route(op).scope_in_request)
 
 
 def _without_targets(world: World) -> None:

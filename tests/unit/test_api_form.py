@@ -70,7 +70,7 @@ def sqlite_api(
         model=model,
     )
     yield Api(container, create_app(container))
-    store.close()
+    container.close()  # the store, and the vocabulary store built on the same file
 
 
 @pytest.fixture

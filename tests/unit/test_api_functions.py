@@ -77,9 +77,22 @@ def test_the_admin_function_manages_keys_and_roles(container: Container) -> None
     assert admin.post(f"/v1/apiKeys/{key['keyId']}:revoke", headers=AUTH).status_code == 200
 
 
+def test_the_vocabulary_function_declares_reads_and_removes(container: Container) -> None:
+    vocabulary = client("vocabulary")
+    body = {"scopeId": "bot", "vocabulary": {"entityClasses": [{"name": "Person"}]}}
+    assert vocabulary.put("/v1/memory/vocabulary", json=body, headers=AUTH).status_code == 200
+    read = vocabulary.get("/v1/memory/vocabulary?scopeId=bot", headers=AUTH).get_json()
+    assert read["resolved"] == {"entityClasses": [{"name": "Person", "description": ""}],
+                                "relationTypes": []}  # fmt: skip
+    removed = vocabulary.delete("/v1/memory/vocabulary?scopeId=bot", headers=AUTH)
+    assert removed.status_code == 200 and removed.get_json() == {}
+
+
 @pytest.mark.parametrize(
     ("name", "method", "path"),
     [
+        ("vocabulary", "GET", "/v1/scopes"),
+        ("admin", "PUT", "/v1/memory/vocabulary"),
         ("commit", "POST", "/v1/scopes/bot/memory:query"),
         ("query", "POST", "/v1/scopes/bot/memory:commit"),
         ("inspect", "POST", "/v1/scopes/bot/memory:commit"),

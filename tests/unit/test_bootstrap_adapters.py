@@ -2,13 +2,20 @@
 
 from __future__ import annotations
 
+import sys
+import types
+from pathlib import Path
+from typing import Any
+
+import google.cloud
 import pytest
 
 from jennah.adapters.embedding.hashing import HashingEmbedder
 from jennah.adapters.embedding.vertex import VertexEmbedder
 from jennah.adapters.models.rules import RulesModel
 from jennah.adapters.models.vertex import VertexModel
-from jennah.bootstrap import build_embedder, build_model
+from jennah.adapters.sqlite.vocabulary import SqliteVocabularyStore
+from jennah.bootstrap import Container, build_embedder, build_model
 from jennah.errors import Internal
 from jennah.settings import Settings
 
@@ -42,3 +49,51 @@ def test_vertex_without_a_project_is_a_clear_misconfiguration(
     build = build_embedder if settings.embedder == "vertex" else build_model
     with pytest.raises(Internal, match=f"{what} needs JENNAH_VERTEX_PROJECT"):
         build(settings)  # type: ignore[operator]
+
+
+# the vocabulary store, beside the identities
+
+
+def test_the_sqlite_vocabulary_store_is_in_the_memory_file(tmp_path: Path) -> None:
+    container = Container(Settings(data_dir=tmp_path / "data"))
+    vocabularies = container.vocabularies
+    assert isinstance(vocabularies, SqliteVocabularyStore)
+    assert vocabularies.path == tmp_path / "data" / "memory.db"
+    assert container.vocabularies is vocabularies  # built once
+    container.close()
+
+
+def test_identities_and_vocabularies_share_one_firestore_client(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    made: list[Any] = []
+
+    class Client:
+        def __init__(self, **kwargs: Any) -> None:
+            made.append((self, kwargs))
+
+    fake = types.ModuleType("google.cloud.firestore")
+    fake.Client = Client  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "google.cloud.firestore", fake)
+    monkeypatch.setattr(google.cloud, "firestore", fake, raising=False)
+    container = Container(
+        Settings(control="firestore", firestore_project="p1", firestore_database="db1")
+    )
+    vocabularies, identity = container.vocabularies, container.identity
+    assert type(vocabularies).__name__ == "FirestoreVocabularyStore"
+    assert type(identity).__name__ == "FirestoreIdentityStore"
+    ((client, kwargs),) = made
+    assert kwargs == {"project": "p1", "database": "db1"}
+    assert vocabularies._client is client and identity._client is client  # type: ignore[attr-defined]
+
+
+def test_closing_the_container_closes_the_vocabulary_store() -> None:
+    class Closable:
+        closed = False
+
+        def close(self) -> None:
+            self.closed = True
+
+    store = Closable()
+    Container(Settings(), vocabularies=store).close()  # type: ignore[arg-type]
+    assert store.closed

@@ -421,6 +421,109 @@ class ExecutionLogStep(WireResponse):
     create_time: Timestamp | None = None
 
 
+# memory vocabulary
+
+_LEVEL_HELP = (
+    "The scope whose level this is (agent workspaces and subject scopes alike); "
+    "absent means the enterprise level"
+)
+_NAME_HELP = "1-64 letters, digits, '_', '.' or '-'"
+_DESCRIPTION_HELP = (
+    "Up to 200 characters, line breaks flattened; supplied to the extraction model beside the name"
+)
+
+
+class DeclaredEntityClass(WireRequest):
+    """An entity class formed memory is classified against."""
+
+    name: str = Field(description=_NAME_HELP)
+    description: str = Field(default="", description=_DESCRIPTION_HELP)
+
+
+class DeclaredSignature(WireRequest):
+    """An expected (source class, target class) pair of a relation type; never enforced."""
+
+    source_class: str = Field(description="An entity class this declaration declares")
+    target_class: str = Field(description="An entity class this declaration declares")
+
+
+class DeclaredRelationType(WireRequest):
+    """A relation type formation is expected to use: guidance, not a closed set."""
+
+    name: str = Field(description=_NAME_HELP)
+    description: str = Field(default="", description=_DESCRIPTION_HELP)
+    signatures: list[DeclaredSignature] = Field(default_factory=list, description="At most 6")
+
+
+class DeclaredVocabulary(WireRequest):
+    """A whole declaration; one with no entity classes turns classification off."""
+
+    entity_classes: list[DeclaredEntityClass] = Field(
+        default_factory=list, description="At most 32, each name once"
+    )
+    relation_types: list[DeclaredRelationType] = Field(
+        default_factory=list, description="At most 32, each name once"
+    )
+
+
+class DeclareVocabularyRequest(WireRequest):
+    """PUT /v1/memory/vocabulary: replace one level's declaration whole (never merged).
+
+    `vocabulary` is required: absent is refused, never read as an empty declaration
+    or a removal. `scopeId` belongs here, in the body: a scopeId query parameter is
+    ignored, so the declaration would land at the enterprise level.
+    """
+
+    scope_id: str | None = Field(default=None, description=_LEVEL_HELP)
+    vocabulary: DeclaredVocabulary | None = Field(
+        default=None,
+        description="Required. {} (no entity classes) declares an empty vocabulary: "
+        "classification off at this level; DELETE removes a declaration",
+    )
+
+
+class VocabularyParams(WireRequest):
+    """Query parameters of GET and DELETE /v1/memory/vocabulary."""
+
+    scope_id: str | None = Field(default=None, description=_LEVEL_HELP)
+
+
+class EntityClass(WireResponse):
+    name: str
+    description: str = ""
+
+
+class Signature(WireResponse):
+    source_class: str
+    target_class: str
+
+
+class RelationType(WireResponse):
+    name: str
+    description: str = ""
+    signatures: list[Signature] = Field(default_factory=list)
+
+
+class Vocabulary(WireResponse):
+    entity_classes: list[EntityClass] = Field(default_factory=list)
+    relation_types: list[RelationType] = Field(default_factory=list)
+
+
+class VocabularyDeclaration(Vocabulary):
+    """What one level declares; with no entity classes, classification is off there."""
+
+    update_time: Timestamp | None = Field(default=None, description="When it was last declared")
+
+
+class VocabularyResponse(WireResponse):
+    """`declaration`: what THIS level declares, absent when it declares nothing (a scope
+    then inherits the enterprise default). `resolved`: what formation uses here,
+    absent when nothing classifies (no vocabulary, or an empty one)."""
+
+    declaration: VocabularyDeclaration | None = None
+    resolved: Vocabulary | None = None
+
+
 # administration: API keys, role bindings, users, scopes, the caller
 
 ScopeKindName = Literal["AGENT", "SUBJECT"]

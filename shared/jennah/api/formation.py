@@ -3,7 +3,8 @@
 `jennah.api.routes` has authenticated the caller and opened the agent workspace
 (`Access.open_scope`: agent.memory:form with create for memory:form,
 agent.memory:query for a step) before these run; errors from the formation
-service go through `jennah.api.errors` like every other.
+service go through `jennah.api.errors` like every other. A formation uses the
+memory vocabulary resolved for the workspace when it starts.
 """
 
 from __future__ import annotations
@@ -18,9 +19,11 @@ from jennah.domain.formation import (
     TurnRole,
 )
 from jennah.domain.models import ExecutionLogStep
+from jennah.domain.vocabulary import to_data
 from jennah.errors import NotFound
 from jennah.services import formation
 from jennah.services.formation import FormationCommand, FormationUsage
+from jennah.services.vocabulary import resolve_for_formation
 
 # Plans (and their input caps: 8,192 on Free, 16,384 on the trial, Pro, Scale and Team,
 # 100,000 on Enterprise) arrive with billing; until then every enterprise has the
@@ -49,8 +52,11 @@ def form(call: Call) -> Reply:
 
 
 def form_command(call: Call) -> FormationCommand:
-    """The formation a memory:form request asks for, with this deployment's bounds."""
+    """The formation a memory:form request asks for, with this deployment's bounds and
+    the vocabulary resolved for the workspace now, as the formation starts (a
+    declaration made while it runs applies to the next one)."""
     request: dto.FormRequest = call.request
+    resolved = resolve_for_formation(call.container.vocabularies, call.scope.ref)
     return FormationCommand(
         scope=call.scope.ref,
         registration=call.scope.registration,
@@ -59,6 +65,7 @@ def form_command(call: Call) -> FormationCommand:
         observed_at=request.observed_at,
         formation_key=request.formation_key,
         input_token_cap=INPUT_TOKEN_CAP,
+        vocabulary=None if resolved is None else to_data(resolved),
         deadline_seconds=call.container.settings.model_call_timeout_seconds,
     )
 

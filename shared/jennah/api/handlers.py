@@ -286,7 +286,8 @@ def create_scope(call: Call) -> Reply:
 
 
 def destroy_scope(call: Call) -> Reply:
-    erased = admin.destroy_scope(call.container.store, call.scope)
+    container = call.container
+    erased = admin.destroy_scope(container.store, container.vocabularies, call.scope)
     return Reply(dto.DestroyScopeResponse(scope_id=call.scope.ref.scope_id, rows_erased=erased))
 
 

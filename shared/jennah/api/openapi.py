@@ -157,6 +157,11 @@ def _access_text(route: Route) -> str:
         text += " (management-class: a user, never an API key)"
     if route.scope is not None:
         text += " and reach over the scope; without reach the scope is answered as missing"
+    if route.scope_in_request:
+        text += (
+            "; naming a scope (scopeId) also requires reach over it, and without reach the "
+            "scope is answered as missing; the enterprise level (no scopeId) needs no reach"
+        )
     return text + "."
 
 

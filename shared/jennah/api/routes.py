@@ -2,13 +2,15 @@
 
 Each function serves its own routes only (`FORM_ROUTES`, `COMMIT_ROUTES`,
 `QUERY_ROUTES`, `INSPECT_ROUTES` with `STEP_ROUTES`, `SCOPE_ROUTES`,
-`ADMIN_ROUTES`); `jnh serve` mounts `ALL_ROUTES`. A request goes through:
-match the path (404) and the method (405), authenticate (401), validate the
-path ids (400), authorize (every route declares its permission:
-`Access.open_scope` on a route naming a scope, 404 without reach and 403
-without the permission; `Access.require` elsewhere, 403), parse the body or
-query parameters strictly (400), call one handler, and map any error once, in
-`jennah.api.errors`.
+`VOCABULARY_ROUTES`, `ADMIN_ROUTES`); `jnh serve` mounts `ALL_ROUTES`. A
+request goes through: match the path (404) and the method (405), authenticate
+(401), validate the path ids (400), authorize (every route declares its
+permission: `Access.open_scope` on a route naming a scope, 404 without reach
+and 403 without the permission; `Access.require` elsewhere, 403), parse the
+body or query parameters strictly (400), call one handler, and map any error
+once, in `jennah.api.errors`. A route whose request may name a scope in its
+body or query (`scope_in_request`: the vocabulary routes) is authorized by its
+handler's service instead, after parsing, with the same reach-first rule.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from typing import Any
 import flask
 from pydantic import BaseModel, ValidationError
 
-from jennah.api import dto, formation, handlers, logs
+from jennah.api import dto, formation, handlers, logs, vocabulary
 from jennah.api.errors import MethodNotAllowed, error_response, from_validation_error
 from jennah.bootstrap import Container
 from jennah.domain import rules
@@ -50,7 +52,9 @@ class Route:
 
     `permission` is what the caller needs (None: any authenticated caller);
     with `scope`, the path's first parameter names a scope, which the caller
-    must also reach.
+    must also reach. With `scope_in_request`, the body or query parameters may
+    name a scope (`scopeId`), and the handler's service checks the reach and
+    the permission itself.
     """
 
     method: str
@@ -60,6 +64,7 @@ class Route:
     summary: str
     permission: Permission | None
     scope: ScopeAccess | None = None
+    scope_in_request: bool = False
     request_model: type[BaseModel] | None = None  # the JSON body
     params_model: type[BaseModel] | None = None  # the query parameters
     response_model: type[BaseModel] | None = None
@@ -94,7 +99,10 @@ def _memory_routes(
     handler: Handler,
     summary: str,
     permission: Permission,
-    **models: type[BaseModel],
+    *,
+    request_model: type[BaseModel] | None = None,
+    params_model: type[BaseModel] | None = None,
+    response_model: type[BaseModel] | None = None,
 ) -> tuple[Route, ...]:
     create = permission is Permission.MEMORY_COMMIT
     return tuple(
@@ -106,7 +114,9 @@ def _memory_routes(
             summary=f"{summary} ({noun})",
             permission=permission,
             scope=ScopeAccess(kind, create=create),
-            **models,
+            request_model=request_model,
+            params_model=params_model,
+            response_model=response_model,
         )
         for collection, param, noun, kind in (
             ("agents", "agentInstanceId", "agent workspace", ScopeKind.AGENT),
@@ -190,9 +200,34 @@ SCOPE_ROUTES: tuple[Route, ...] = (
     Route(
         "DELETE", "/v1/scopes/{scopeId}", handlers.destroy_scope, "scopes.delete",
         "Destroy a scope: erase every memory record, node, edge, execution-log step, "
-        "evidence line and formation-key record of it",
+        "evidence line and formation-key record of it, and its memory vocabulary",
         Permission.SCOPES_DESTROY, scope=ScopeAccess(None),
         response_model=dto.DestroyScopeResponse,
+    ),
+)  # fmt: skip
+# One resource per level: the enterprise's when the request names no scope, else the
+# scope's (scopeId in the PUT body, a ?scopeId= query parameter on GET and DELETE; on
+# PUT such a query parameter is ignored, as the request body alone is read).
+VOCABULARY_ROUTES: tuple[Route, ...] = (
+    Route(
+        "PUT", "/v1/memory/vocabulary", vocabulary.declare, "memory.vocabulary.declare",
+        "Declare the memory vocabulary of the enterprise (no scopeId) or of one scope "
+        "(scopeId in the body), replacing that level's declaration whole",
+        Permission.VOCABULARY_MANAGE, scope_in_request=True,
+        request_model=dto.DeclareVocabularyRequest, response_model=dto.VocabularyResponse,
+    ),
+    Route(
+        "GET", "/v1/memory/vocabulary", vocabulary.get, "memory.vocabulary.get",
+        "Read what a level declares (declaration) and what formation resolves there "
+        "(resolved)",
+        Permission.VOCABULARY_READ, scope_in_request=True,
+        params_model=dto.VocabularyParams, response_model=dto.VocabularyResponse,
+    ),
+    Route(
+        "DELETE", "/v1/memory/vocabulary", vocabulary.remove, "memory.vocabulary.delete",
+        "Remove a level's declaration: a scope inherits the enterprise default again",
+        Permission.VOCABULARY_MANAGE, scope_in_request=True,
+        params_model=dto.VocabularyParams, response_model=dto.Empty,
     ),
 )  # fmt: skip
 ADMIN_ROUTES: tuple[Route, ...] = (
@@ -248,6 +283,7 @@ ALL_ROUTES: tuple[Route, ...] = (
     + INSPECT_ROUTES
     + STEP_ROUTES
     + SCOPE_ROUTES
+    + VOCABULARY_ROUTES
     + ADMIN_ROUTES
 )
 
@@ -304,6 +340,8 @@ def authorize(
     access: Access, caller: Caller, route: Route, path: Mapping[str, str]
 ) -> OpenedScope | None:
     """The route's permission, and reach over the scope it names (see the module doc)."""
+    if route.scope_in_request:
+        return None  # the handler's service authorizes, knowing the scope the request names
     if route.scope is not None:
         assert route.permission is not None, f"{route.operation_id} names a scope"
         return access.open_scope(

@@ -85,8 +85,11 @@ class ApiClient:
     def get(self, path: str, params: dict[str, str] | None = None) -> dict[str, Any]:
         return self._call("GET", path, params=params or {})
 
-    def delete(self, path: str) -> dict[str, Any]:
-        return self._call("DELETE", path)
+    def put(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+        return self._call("PUT", path, json=body)
+
+    def delete(self, path: str, params: dict[str, str] | None = None) -> dict[str, Any]:
+        return self._call("DELETE", path, params=params or {})
 
     def _call(self, method: str, path: str, **kwargs: Any) -> dict[str, Any]:
         headers = {"Authorization": f"Bearer {self.token}"} if self.token else {}

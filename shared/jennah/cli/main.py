@@ -12,12 +12,22 @@ from jennah.cli.client import EXIT_CODES_HELP
 from jennah.cli.memory import memory_group
 from jennah.cli.options import CliState
 from jennah.cli.serve import serve
+from jennah.cli.vocabulary import vocabulary
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
+ALIASES = {"vocab": "vocabulary"}  # short form -> command
+
+
+class Jnh(click.Group):
+    """The root group, which also answers to the commands' short forms (ALIASES)."""
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        return super().get_command(ctx, ALIASES.get(cmd_name, cmd_name))
 
 
 @click.group(
     "jnh",
+    cls=Jnh,
     context_settings=CONTEXT,
     help="""Jennah Memory: long-term memory for AI agents.
 
@@ -34,6 +44,7 @@ CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
       jnh scopes memory commit bot.support --from-file memories.yaml
       jnh scopes memory query bot.support --text "where does Alice work"
       jnh keys create --display-name support-bot --role member --agent-selector 'bot.*'
+      jnh vocabulary declare --class Person="an individual human being" --yes
     """,
     epilog=EXIT_CODES_HELP,
 )
@@ -84,7 +95,7 @@ scopes.add_command(scope_commands.list_scopes)
 scopes.add_command(scope_commands.create_scope)
 scopes.add_command(scope_commands.destroy_scope)
 scopes.add_command(memory_group("scopes", "SCOPE", "the scope"))
-for command in (serve, auth, agents, scopes, keys, roles, users):
+for command in (serve, auth, agents, scopes, vocabulary, keys, roles, users):
     cli.add_command(command)
 
 

@@ -38,10 +38,14 @@ class ClientOptions:
         state = click.get_current_context().find_object(CliState)
         return ApiClient(
             endpoint=self.endpoint or settings.endpoint,
-            token=resolve_token(self.token, settings.data_dir),
+            token=self.credential(),
             timeout=self.timeout,
             transport=state.transport if state else None,
         )
+
+    def credential(self) -> str | None:
+        """The bearer credential the client sends (see `resolve_token`)."""
+        return resolve_token(self.token, load_settings(self.data_dir).data_dir)
 
 
 def resolve_token(given: str | None, data_dir: Path) -> str | None:

@@ -69,7 +69,8 @@ def create_scope(scope_id: str, kind: str, opts: ClientOptions) -> None:
 @click.command(
     "destroy",
     help="""Destroy SCOPE: erase every memory record, node, edge, execution-log step,
-    evidence line and formation-key record of it, for good (DELETE /v1/scopes/{id}).
+    evidence line and formation-key record of it, and its scope-level memory
+    vocabulary, for good (DELETE /v1/scopes/{id}).
     Usage records outlive it. Needs agent.scopes:destroy and reach over SCOPE.
 
     It asks for confirmation; --yes skips the question, and is required when

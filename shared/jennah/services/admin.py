@@ -44,6 +44,7 @@ from jennah.errors import (
 )
 from jennah.ports.identity import IdentityStore
 from jennah.ports.store import MemoryStore
+from jennah.ports.vocabulary import VocabularyStore
 from jennah.services.access import (
     Access,
     OpenedScope,
@@ -412,6 +413,12 @@ def _exists(scope_id: str) -> AlreadyExists:
     return AlreadyExists(f"scope {scope_id!r} already exists", metadata={"scopeId": scope_id})
 
 
-def destroy_scope(store: MemoryStore, opened: OpenedScope) -> int:
-    """Erase the scope and every row of it (usage records outlive it); rows erased."""
-    return store.destroy_scope(opened.ref)
+def destroy_scope(store: MemoryStore, vocabularies: VocabularyStore, opened: OpenedScope) -> int:
+    """Erase the scope and every row of it (usage records outlive it); rows erased.
+
+    Its scope-level vocabulary goes first, so a failure leaves the scope in place
+    for a retry rather than a vocabulary outliving its scope.
+    """
+    ref = opened.ref
+    vocabularies.delete_scope(ref.enterprise_id, ref.scope_id)
+    return store.destroy_scope(ref)
