@@ -4,23 +4,17 @@ loudly when its binary is missing."""
 
 from __future__ import annotations
 
-import socket
 import subprocess
 from pathlib import Path
 
 import pytest
 
 from tests.support import spanner_emulator
+from tests.support.emulator_process import free_port, listening
 
 pytestmark = pytest.mark.spanner
 
 SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "spanner-emulator"
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def _script(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
@@ -30,11 +24,7 @@ def _script(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]
 
 
 def _listening(port: int) -> bool:
-    try:
-        socket.create_connection(("127.0.0.1", port), timeout=1).close()
-    except OSError:
-        return False
-    return True
+    return listening(f"127.0.0.1:{port}")
 
 
 def test_support_refuses_to_start_without_the_binary(
@@ -50,13 +40,13 @@ def test_script_fails_loudly_without_the_binary(tmp_path: Path) -> None:
     missing = tmp_path / "emulator_main"
     env = {"PATH": "/usr/bin:/bin", "SPANNER_EMULATOR_BINARY": str(missing),
            "SPANNER_EMULATOR_STATE_DIR": str(tmp_path)}  # fmt: skip
-    result = _script("start", str(_free_port()), env=env)
+    result = _script("start", str(free_port()), env=env)
     assert result.returncode != 0
     assert str(missing) in result.stderr
 
 
 def test_script_starts_reports_and_stops_the_emulator(tmp_path: Path) -> None:
-    port = _free_port()
+    port = free_port()
     env = {"PATH": "/usr/bin:/bin", "SPANNER_EMULATOR_STATE_DIR": str(tmp_path)}
     started = _script("start", str(port), env=env)
     try:

@@ -9,19 +9,15 @@ interpreter exits. Tests isolate themselves by unique ids, not by resets;
 
 from __future__ import annotations
 
-import atexit
 import functools
 import os
 import shutil
-import socket
-import subprocess
-import tempfile
-import time
 import urllib.error
 import urllib.request
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from tests.support.emulator_process import Emulator, free_port, launch
 
 EMULATOR_JAR = Path(
     "/usr/lib/google-cloud-sdk/platform/cloud-firestore-emulator/cloud-firestore-emulator.jar"
@@ -32,29 +28,6 @@ STARTUP_SECONDS = 60.0
 
 # The emulator is local: never send its requests through an HTTP proxy from the environment.
 _DIRECT = urllib.request.build_opener(urllib.request.ProxyHandler({}))
-
-
-@dataclass
-class Emulator:
-    """A running emulator: `host` is its address; `stop()` ends it if we started it."""
-
-    host: str
-    process: subprocess.Popen[bytes] | None = None
-    log_path: Path | None = None
-
-    def stop(self) -> None:
-        """Stop the emulator we started and delete its log; a no-op for one we did not start."""
-        if self.process is None:
-            return
-        if self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait(timeout=10)
-        if self.log_path is not None:
-            self.log_path.unlink(missing_ok=True)
 
 
 def emulator_command(port: int) -> list[str]:
@@ -87,15 +60,9 @@ def emulator_command(port: int) -> list[str]:
 
 def start_emulator() -> Emulator:
     """Start the emulator on a free local port and wait until it answers HTTP."""
-    port = _free_port()
+    port = free_port()
     command = emulator_command(port)
-    log_path = Path(tempfile.mkstemp(prefix="firestore-emulator-", suffix=".log")[1])
-    with log_path.open("wb") as log:
-        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
-    emulator = Emulator(f"127.0.0.1:{port}", process, log_path)
-    atexit.register(emulator.stop)
-    _wait_until_ready(emulator)
-    return emulator
+    return launch("Firestore emulator", command, f"127.0.0.1:{port}", ready, STARTUP_SECONDS)
 
 
 @functools.cache
@@ -154,29 +121,3 @@ def ready(host: str) -> bool:
             return bool(response.status == 200)
     except (urllib.error.URLError, OSError):
         return False
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def _wait_until_ready(emulator: Emulator) -> None:
-    deadline = time.monotonic() + STARTUP_SECONDS
-    while time.monotonic() < deadline:
-        if emulator.process is not None and emulator.process.poll() is not None:
-            raise RuntimeError(
-                f"the Firestore emulator exited with {emulator.process.returncode} at startup; "
-                f"see {emulator.log_path}"
-            )
-        if ready(emulator.host):
-            return
-        time.sleep(0.1)
-    assert emulator.process is not None
-    emulator.process.kill()
-    emulator.process.wait(timeout=10)
-    raise RuntimeError(
-        f"the Firestore emulator did not answer on {emulator.host} within "
-        f"{STARTUP_SECONDS:g} s; see {emulator.log_path}"
-    )

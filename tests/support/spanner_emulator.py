@@ -9,17 +9,12 @@ by unique scope ids, not by databases.
 
 from __future__ import annotations
 
-import atexit
 import contextlib
 import functools
 import os
 import socket
-import subprocess
-import tempfile
-import time
 import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +23,7 @@ from google.auth.credentials import AnonymousCredentials
 from google.cloud import spanner
 
 from jennah.adapters.spanner.schema import ddl_statements
+from tests.support.emulator_process import Emulator, free_port, launch, listening
 
 EMULATOR_BINARY = Path("/usr/lib/google-cloud-sdk/bin/cloud_spanner_emulator/emulator_main")
 PROJECT = "jennah-test"
@@ -35,29 +31,6 @@ INSTANCE = "jennah-test"
 INSTANCE_CONFIG = "emulator-config"  # the emulator's one built-in instance config
 STARTUP_SECONDS = 30.0
 ADMIN_SECONDS = 120.0
-
-
-@dataclass
-class Emulator:
-    """A running emulator: `host` is its gRPC address; `stop()` ends it if we started it."""
-
-    host: str
-    process: subprocess.Popen[bytes] | None = None
-    log_path: Path | None = None
-
-    def stop(self) -> None:
-        """Stop the emulator we started and delete its log; a no-op for one we did not start."""
-        if self.process is None:
-            return
-        if self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait(timeout=10)
-        if self.log_path is not None:
-            self.log_path.unlink(missing_ok=True)
 
 
 def start_emulator(*flags: str) -> Emulator:
@@ -68,18 +41,9 @@ def start_emulator(*flags: str) -> Emulator:
             "(install the google-cloud-sdk cloud-spanner-emulator component, or set "
             "SPANNER_EMULATOR_HOST to a running emulator)"
         )
-    host = f"127.0.0.1:{_free_port()}"
-    log_path = Path(tempfile.mkstemp(prefix="spanner-emulator-", suffix=".log")[1])
-    with log_path.open("wb") as log:
-        process = subprocess.Popen(
-            [str(EMULATOR_BINARY), f"--host_port={host}", *flags],
-            stdout=log,
-            stderr=subprocess.STDOUT,
-        )
-    emulator = Emulator(host, process, log_path)
-    atexit.register(emulator.stop)
-    _wait_until_listening(emulator)
-    return emulator
+    host = f"127.0.0.1:{free_port()}"
+    command = [str(EMULATOR_BINARY), f"--host_port={host}", *flags]
+    return launch("Spanner emulator", command, host, listening, STARTUP_SECONDS)
 
 
 def create_database(host: str, database_id: str | None = None) -> Any:
@@ -148,32 +112,3 @@ def session_emulator() -> Emulator:
 def spanner_test_database() -> Any:
     """The session's Spanner database (a google.cloud.spanner Database) with schema.sql."""
     return create_database(session_emulator().host)
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def _wait_until_listening(emulator: Emulator) -> None:
-    address, port = emulator.host.rsplit(":", 1)
-    deadline = time.monotonic() + STARTUP_SECONDS
-    while time.monotonic() < deadline:
-        if emulator.process is not None and emulator.process.poll() is not None:
-            raise RuntimeError(
-                f"the Spanner emulator exited with {emulator.process.returncode} at startup; "
-                f"see {emulator.log_path}"
-            )
-        try:
-            with socket.create_connection((address, int(port)), timeout=1):
-                return
-        except OSError:
-            time.sleep(0.1)
-    assert emulator.process is not None
-    emulator.process.kill()
-    emulator.process.wait(timeout=10)
-    raise RuntimeError(
-        f"the Spanner emulator did not listen on {emulator.host} within "
-        f"{STARTUP_SECONDS:g} s; see {emulator.log_path}"
-    )
