@@ -17,6 +17,7 @@ from jennah.adapters.spanner.schema import (
     production_only_statements,
     split_statements,
 )
+from jennah.domain.billing import EnterpriseBilling, UsageRecord
 from jennah.domain.models import (
     EMBEDDING_DIMENSIONS,
     Evidence,
@@ -32,7 +33,7 @@ from tests.support.spanner_emulator import create_database, session_emulator
 
 pytestmark = pytest.mark.spanner
 
-TABLES = {
+SCOPED_TABLES = {
     "memory_records",
     "evidence",
     "memory_links",
@@ -42,6 +43,17 @@ TABLES = {
     "formation_keys",
     "scopes",
 }
+# Usage and billing: keyed by enterprise alone, so they outlive destroyed scopes.
+ENTERPRISE_TABLES = {
+    "usage_records",
+    "usage_hours",
+    "usage_days",
+    "formation_reservations",
+    "billing_settings",
+}
+# Keys that lead with neither: the rollup's global watermark and its index by time.
+GLOBAL_KEYS = {("usage_rollup_state", "PRIMARY_KEY"), ("usage_records", "usage_records_by_time")}
+TABLES = SCOPED_TABLES | ENTERPRISE_TABLES | {"usage_rollup_state"}
 SEARCH_INDEX = "memory_records_text_search"
 
 
@@ -65,7 +77,7 @@ def test_schema_creates_every_table(fresh_database: Any) -> None:
     assert {row[0] for row in rows} == TABLES
 
 
-def test_every_key_and_index_leads_with_enterprise_and_scope(fresh_database: Any) -> None:
+def test_every_key_and_index_leads_with_the_tenancy(fresh_database: Any) -> None:
     rows = _rows(
         fresh_database,
         "SELECT TABLE_NAME, INDEX_NAME, COLUMN_NAME FROM INFORMATION_SCHEMA.INDEX_COLUMNS"
@@ -76,10 +88,36 @@ def test_every_key_and_index_leads_with_enterprise_and_scope(fresh_database: Any
         leading.setdefault((table, index), []).append(column)
     primary_keys = {table for table, index in leading if index == "PRIMARY_KEY"}
     assert primary_keys == TABLES
+    assert set(leading) >= GLOBAL_KEYS
     for (table, index), columns in leading.items():
-        if index == SEARCH_INDEX:
-            continue  # partitioned by the tenancy instead; checked below
-        assert columns[:2] == ["enterprise_id", "scope_id"], (table, index, columns)
+        if index == SEARCH_INDEX or (table, index) in GLOBAL_KEYS:
+            continue  # partitioned by the tenancy instead (checked below), or global
+        if table in ENTERPRISE_TABLES:
+            assert columns[0] == "enterprise_id", (table, index, columns)
+        else:
+            assert columns[:2] == ["enterprise_id", "scope_id"], (table, index, columns)
+
+
+def test_no_usage_table_has_a_scope_id_so_destroying_a_scope_never_erases_usage(
+    fresh_database: Any,
+) -> None:
+    rows = _rows(
+        fresh_database,
+        "SELECT TABLE_NAME FROM INFORMATION_SCHEMA.COLUMNS"
+        " WHERE TABLE_SCHEMA = '' AND COLUMN_NAME = 'scope_id'",
+    )
+    assert {row[0] for row in rows} == SCOPED_TABLES
+
+
+def test_usage_is_deleted_past_its_retention(fresh_database: Any) -> None:
+    rows = _rows(
+        fresh_database,
+        "SELECT TABLE_NAME, ROW_DELETION_POLICY_EXPRESSION FROM INFORMATION_SCHEMA.TABLES"
+        " WHERE TABLE_SCHEMA = '' AND ROW_DELETION_POLICY_EXPRESSION IS NOT NULL",
+    )
+    policies = {table: policy for table, policy in rows}
+    assert set(policies) == {"usage_records", "usage_hours", "usage_days"}
+    assert all("INTERVAL 401 DAY" in policy for policy in policies.values()), policies
 
 
 def test_search_index_is_partitioned_by_enterprise_and_scope() -> None:
@@ -113,6 +151,8 @@ RENAMED = {"scope": ["enterprise_id", "scope_id"], "memory_id": ["id"]}
         ("execution_log_steps", ExecutionLogStep),
         ("formation_keys", FormationKeyRecord),
         ("scopes", ScopeRecord),
+        ("usage_records", UsageRecord),
+        ("billing_settings", EnterpriseBilling),
     ],
 )
 def test_every_domain_field_has_a_column(fresh_database: Any, table: str, model: Any) -> None:

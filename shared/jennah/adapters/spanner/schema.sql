@@ -6,9 +6,12 @@
 -- ';' and '--' starts a comment (neither appears inside a literal). DDL the
 -- emulator cannot run (the ANN vector index) lives apart, in vector_index.sql.
 --
--- Every table is keyed by (enterprise_id, scope_id, ...): tenancy is the key
--- prefix, so every row of one scope is contiguous and no key can collide across
--- scopes. Table and column names match the SQLite adapter's.
+-- Every memory table is keyed by (enterprise_id, scope_id, ...): tenancy is the
+-- key prefix, so every row of one scope is contiguous and no key can collide
+-- across scopes. The usage and billing tables at the end are keyed by
+-- enterprise_id only (their scope column is `spent_in_scope`): usage outlives
+-- the scopes it was spent on, so destroying a scope never reaches them.
+-- Table and column names match the SQLite adapter's.
 
 -- The memory record: one row per claim (chunk, formed fact, keyed memory).
 CREATE TABLE memory_records (
@@ -160,3 +163,90 @@ CREATE TABLE scopes (
   created_at TIMESTAMP NOT NULL OPTIONS (allow_commit_timestamp = true),
   created_by STRING(512) NOT NULL,
 ) PRIMARY KEY (enterprise_id, scope_id);
+
+-- Formation usage and billing (jennah.adapters.spanner.usage). These tables are
+-- keyed by enterprise, NOT by (enterprise_id, scope_id): usage outlives the
+-- scopes it was spent on, so the scope a formation spent its units in is plain
+-- data (spent_in_scope) and destroying a scope never touches them. Usage is kept
+-- 400 days (the usage report's reach); the deletion policy removes it after 401.
+
+-- One row per formation that reached the model (zero tokens: abandoned before a
+-- call returned; it counts 1 unit and is left out of token reports).
+CREATE TABLE usage_records (
+  enterprise_id STRING(256) NOT NULL,
+  recorded_at TIMESTAMP NOT NULL,
+  formation_id STRING(128) NOT NULL,
+  spent_in_scope STRING(256) NOT NULL,
+  caller STRING(512) NOT NULL,
+  model STRING(256) NOT NULL,
+  region STRING(64) NOT NULL,
+  input_tokens INT64 NOT NULL,
+  output_tokens INT64 NOT NULL,
+  units INT64 NOT NULL,
+  formation_key STRING(256),
+) PRIMARY KEY (enterprise_id, recorded_at, formation_id),
+  ROW DELETION POLICY (OLDER_THAN(recorded_at, INTERVAL 401 DAY));
+
+-- a formation is recorded once
+CREATE UNIQUE INDEX usage_records_by_formation
+  ON usage_records (enterprise_id, formation_id);
+
+-- the rollup folds every enterprise's rows by time (one index write per formation)
+CREATE INDEX usage_records_by_time
+  ON usage_records (recorded_at);
+
+-- Per-hour aggregates of the rows that reported tokens, below the rollup watermark,
+-- at each grouping (grouped_by: '' the totals, one of scope, caller, model, region,
+-- or all four); the dimensions a grouping does not keep are ''.
+CREATE TABLE usage_hours (
+  enterprise_id STRING(256) NOT NULL,
+  grouped_by STRING(16) NOT NULL,
+  hour TIMESTAMP NOT NULL,
+  spent_in_scope STRING(256) NOT NULL,
+  caller STRING(512) NOT NULL,
+  model STRING(256) NOT NULL,
+  region STRING(64) NOT NULL,
+  formations INT64 NOT NULL,
+  input_tokens INT64 NOT NULL,
+  output_tokens INT64 NOT NULL,
+  units INT64 NOT NULL,
+) PRIMARY KEY (enterprise_id, grouped_by, hour, spent_in_scope, caller, model, region),
+  ROW DELETION POLICY (OLDER_THAN(hour, INTERVAL 401 DAY));
+
+-- Each enterprise's usage per UTC day (day = its midnight): what admission counts.
+CREATE TABLE usage_days (
+  enterprise_id STRING(256) NOT NULL,
+  day TIMESTAMP NOT NULL,
+  formations INT64 NOT NULL,
+  units INT64 NOT NULL,
+  input_tokens INT64 NOT NULL,
+  output_tokens INT64 NOT NULL,
+) PRIMARY KEY (enterprise_id, day),
+  ROW DELETION POLICY (OLDER_THAN(day, INTERVAL 401 DAY));
+
+-- Formations admitted and not yet settled; one past expires_at no longer counts.
+CREATE TABLE formation_reservations (
+  enterprise_id STRING(256) NOT NULL,
+  formation_id STRING(128) NOT NULL,
+  reserved_at TIMESTAMP NOT NULL,
+  expires_at TIMESTAMP NOT NULL,
+  units INT64 NOT NULL,
+  output_tokens INT64 NOT NULL,
+) PRIMARY KEY (enterprise_id, formation_id);
+
+-- Billing settings (control data, read by admission in its own transaction).
+CREATE TABLE billing_settings (
+  enterprise_id STRING(256) NOT NULL,
+  plan STRING(32) NOT NULL,
+  billable BOOL NOT NULL,
+  overage_multiple FLOAT64 NOT NULL,
+  trial_started_at TIMESTAMP,
+  trial_ends_at TIMESTAMP,
+  updated_at TIMESTAMP NOT NULL OPTIONS (allow_commit_timestamp = true),
+) PRIMARY KEY (enterprise_id);
+
+-- The rollup watermark: every row recorded before it is in usage_hours.
+CREATE TABLE usage_rollup_state (
+  name STRING(64) NOT NULL,
+  watermark TIMESTAMP NOT NULL,
+) PRIMARY KEY (name);
