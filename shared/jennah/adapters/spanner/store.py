@@ -24,20 +24,17 @@ destroying it again finishes the job.
 from __future__ import annotations
 
 import json
-import threading
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from enum import Enum
-from typing import Any, TypeVar, cast
+from typing import Any, TypeVar
 
-from google.api_core import exceptions as google_errors
-from google.api_core.retry import Retry, if_exception_type
 from google.cloud.spanner_v1 import COMMIT_TIMESTAMP, KeyRange, KeySet, param_types
 from pydantic import BaseModel
 
 from jennah import errors
+from jennah.adapters.spanner.calls import CallBound, bounded, utc
 from jennah.domain import rules
 from jennah.domain.models import (
     Closure,
@@ -136,16 +133,7 @@ class SpannerStore:
         self._database = database
         self._timeout = timeout_seconds
         self._destroy_rows = destroy_rows_per_transaction
-        self._bound = _CallBound(
-            timeout_seconds,
-            Retry(
-                predicate=if_exception_type(google_errors.ServiceUnavailable),
-                initial=0.1,
-                maximum=1.0,
-                multiplier=2.0,
-                timeout=timeout_seconds,
-            ),
-        )
+        self._bound = CallBound.of(timeout_seconds)
 
     # writes
 
@@ -157,7 +145,7 @@ class SpannerStore:
             lambda: self._database.run_in_transaction(writer.write, timeout_secs=self._timeout),
         )
         return CommitResult(
-            commit_timestamp=_utc(written.transaction.committed),
+            commit_timestamp=utc(written.transaction.committed),
             chunks_written=len(plan.chunks),
             nodes_written=len(plan.nodes),
             edges_written=len(plan.edges),
@@ -370,65 +358,7 @@ class SpannerStore:
 
     def _bounded(self, what: str, call: Callable[[], _T]) -> _T:
         """Run one Spanner call within the time bound, its errors mapped to ours."""
-        with self._mapped_errors(what):
-            return _within_deadline(call, self._timeout, what)
-
-    @contextmanager
-    def _mapped_errors(self, what: str) -> Iterator[None]:
-        try:
-            yield
-        except google_errors.GoogleAPICallError as exc:
-            raise _mapped(exc, what, self._timeout) from exc
-        except google_errors.RetryError as exc:  # our bounded retry of UNAVAILABLE gave up
-            raise errors.Unavailable(
-                f"Spanner {what} was unavailable for its whole {self._timeout:g} s bound"
-            ) from exc
-
-
-@dataclass(frozen=True)
-class _CallBound:
-    """The time bound of one Spanner read: a per-attempt timeout, and a retry of
-    UNAVAILABLE that gives up (RetryError) once the bound has passed."""
-
-    seconds: float
-    retry: Retry
-
-    @property
-    def kwargs(self) -> dict[str, Any]:
-        return {"timeout": self.seconds, "retry": self.retry}
-
-
-def _within_deadline(call: Callable[[], _T], seconds: float, what: str) -> _T:
-    """Run `call` on a fresh thread and give up waiting after `seconds`.
-
-    Some client calls take no timeout: session creation retries UNAVAILABLE
-    for 30-60 s, the Commit RPC for up to an hour. And a transaction whose
-    session could not be created leaves the client's per-thread "transaction
-    running" flag set, refusing every later transaction on that thread. A
-    fresh thread per call avoids both. The abandoned call ends on its own
-    (reads give up through `_CallBound`); a commit may still land after we
-    stopped waiting, which the message says (a resent commit is idempotent).
-    """
-    outcome: list[tuple[bool, Any]] = []
-
-    def run() -> None:
-        try:
-            outcome.append((True, call()))
-        except BaseException as exc:  # handed to the waiting thread
-            outcome.append((False, exc))
-
-    worker = threading.Thread(target=run, name=f"spanner {what}", daemon=True)
-    worker.start()
-    worker.join(seconds + _GRACE_SECONDS)
-    if not outcome:
-        landing = "; it may still be applied: resend it to be sure" if what == "commit" else ""
-        raise errors.DeadlineExceeded(
-            f"Spanner {what} did not finish within its {seconds:g} s bound{landing}"
-        )
-    ok, value = outcome[0]
-    if not ok:
-        raise value
-    return cast(_T, value)
+        return bounded(what, call, self._timeout)
 
 
 # The transaction function
@@ -498,7 +428,7 @@ class _PlanWriter:
     changes nothing else.
     """
 
-    def __init__(self, plan: CommitPlan, bound: _CallBound) -> None:
+    def __init__(self, plan: CommitPlan, bound: CallBound) -> None:
         self._plan = plan
         self._scope = plan.scope
         self._bound = bound
@@ -689,7 +619,7 @@ class _ScopeDestroyer:
     one table. `step` only reads and buffers mutations, so Spanner may rerun it.
     """
 
-    def __init__(self, scope: ScopeRef, bound: _CallBound, batch_rows: int) -> None:
+    def __init__(self, scope: ScopeRef, bound: CallBound, batch_rows: int) -> None:
         if batch_rows < 1:
             raise ValueError(f"destroy_rows_per_transaction must be at least 1; got {batch_rows}")
         self._scope = scope
@@ -857,7 +787,7 @@ def _from_row(model: type[_M], columns: Sequence[str], row: Sequence[Any], **ext
 
 def _from_column(value: Any) -> Any:
     if isinstance(value, datetime):
-        return _utc(value)
+        return utc(value)
     if isinstance(value, dict):  # a JSON column (the client's JsonObject)
         return _string_map(value)
     if isinstance(value, list):  # the embedding
@@ -869,14 +799,8 @@ def _string_map(value: dict[Any, Any]) -> dict[str, str]:
     return {str(k): str(v) for k, v in value.items()}
 
 
-def _utc(value: datetime) -> datetime:
-    """A plain UTC datetime (the client returns DatetimeWithNanoseconds)."""
-    v = value.astimezone(UTC)
-    return datetime(v.year, v.month, v.day, v.hour, v.minute, v.second, v.microsecond, tzinfo=UTC)
-
-
 def _utc_or_none(value: datetime | None) -> datetime | None:
-    return None if value is None else _utc(value)
+    return None if value is None else utc(value)
 
 
 # SQL
@@ -927,34 +851,3 @@ def _filter_sql(query: _Query, value_sql: str, flt: MetadataFilter) -> str:
 
 def _select(columns: Sequence[str]) -> str:
     return ", ".join(f"`{column}`" for column in columns)
-
-
-# Errors
-
-_STATUS_ERRORS: dict[type[google_errors.GoogleAPICallError], type[errors.JennahError]] = {
-    google_errors.InvalidArgument: errors.InvalidArgument,
-    google_errors.OutOfRange: errors.InvalidArgument,  # e.g. a zero query vector
-    google_errors.FailedPrecondition: errors.FailedPrecondition,
-    google_errors.NotFound: errors.NotFound,
-    google_errors.AlreadyExists: errors.AlreadyExists,
-    google_errors.Aborted: errors.Aborted,
-    google_errors.ResourceExhausted: errors.ResourceExhausted,
-    google_errors.DeadlineExceeded: errors.DeadlineExceeded,
-    google_errors.ServiceUnavailable: errors.Unavailable,
-}
-
-
-def _mapped(exc: google_errors.GoogleAPICallError, what: str, timeout: float) -> errors.JennahError:
-    """The jennah error with the Spanner error's canonical status."""
-    error_type = next(
-        (ours for theirs, ours in _STATUS_ERRORS.items() if isinstance(exc, theirs)),
-        errors.Internal,
-    )
-    if error_type is errors.DeadlineExceeded:
-        return errors.DeadlineExceeded(f"Spanner {what} exceeded its {timeout:g} s bound")
-    if error_type is errors.Aborted:
-        return errors.Aborted(
-            f"Spanner {what} kept conflicting with other writes for {timeout:g} s; resend",
-            reason="WRITE_CONFLICT",
-        )
-    return error_type(f"Spanner {what} failed: {cast(str, exc.message)}")

@@ -15,18 +15,14 @@ Every call is bounded like the memory store's (see `jennah.adapters.spanner.stor
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
 
-from google.api_core import exceptions as google_errors
-from google.api_core.retry import Retry, if_exception_type
 from google.cloud.spanner_v1 import COMMIT_TIMESTAMP, KeySet, param_types
 
-from jennah import errors
-from jennah.adapters.spanner.store import _CallBound, _mapped, _utc, _within_deadline
+from jennah.adapters.spanner.calls import CallBound, bounded, utc
 from jennah.domain import billing
 from jennah.domain.billing import (
     Admission,
@@ -94,16 +90,7 @@ class SpannerUsageLedger:
         self._database = database
         self._timeout = timeout_seconds
         self._max_groups = max_groups_per_fold
-        self._bound = _CallBound(
-            timeout_seconds,
-            Retry(
-                predicate=if_exception_type(google_errors.ServiceUnavailable),
-                initial=0.1,
-                maximum=1.0,
-                multiplier=2.0,
-                timeout=timeout_seconds,
-            ),
-        )
+        self._bound = CallBound.of(timeout_seconds)
 
     # billing settings
 
@@ -225,19 +212,8 @@ class SpannerUsageLedger:
         return self._bounded(what, read)
 
     def _bounded(self, what: str, call: Callable[[], _T]) -> _T:
-        with self._mapped_errors(what):
-            return _within_deadline(call, self._timeout, what)
-
-    @contextmanager
-    def _mapped_errors(self, what: str) -> Iterator[None]:
-        try:
-            yield
-        except google_errors.GoogleAPICallError as exc:
-            raise _mapped(exc, what, self._timeout) from exc
-        except google_errors.RetryError as exc:
-            raise errors.Unavailable(
-                f"Spanner {what} was unavailable for its whole {self._timeout:g} s bound"
-            ) from exc
+        """Run one Spanner call within the time bound, its errors mapped to ours."""
+        return bounded(what, call, self._timeout)
 
 
 @dataclass
@@ -254,7 +230,7 @@ class _Query:
 class _Reader:
     """Reads through a transaction or a multi-use snapshot."""
 
-    def __init__(self, reader: Any, bound: _CallBound) -> None:
+    def __init__(self, reader: Any, bound: CallBound) -> None:
         self._reader = reader
         self._bound = bound
 
@@ -278,8 +254,8 @@ class _Reader:
             plan=Plan(plan),
             billable=billable,
             overage_multiple=multiple,
-            trial_started_at=None if started is None else _utc(started),
-            trial_ends_at=None if ends is None else _utc(ends),
+            trial_started_at=None if started is None else utc(started),
+            trial_ends_at=None if ends is None else utc(ends),
         )
 
     def used(self, enterprise_id: str, start: datetime, end: datetime) -> Consumption:
@@ -317,7 +293,7 @@ class _Reader:
 
     def watermark(self) -> datetime:
         rows = self.read("usage_rollup_state", ["watermark"], [[_ROLLUP]])
-        return _utc(rows[0][0]) if rows else _EPOCH
+        return utc(rows[0][0]) if rows else _EPOCH
 
     def recorded(self, enterprise_id: str, formation_id: str) -> bool:
         keyset = KeySet(keys=[[enterprise_id, formation_id]])  # type: ignore[no-untyped-call]
@@ -370,7 +346,7 @@ def _record(txn: Any, reader: _Reader, record: UsageRecord) -> bool:
     """Insert the record (at the watermark if it is older) and add it to its day."""
     if reader.recorded(record.enterprise_id, record.formation_id):
         return False
-    recorded_at = max(_utc(record.recorded_at), reader.watermark())
+    recorded_at = max(utc(record.recorded_at), reader.watermark())
     txn.insert(
         "usage_records",
         _RECORD_COLUMNS,
@@ -406,9 +382,9 @@ class _Folder:
     """One fold transaction (see UsageLedger.fold); `fold` only reads and buffers."""
 
     def __init__(
-        self, until: datetime, window: timedelta, bound: _CallBound, max_groups: int
+        self, until: datetime, window: timedelta, bound: CallBound, max_groups: int
     ) -> None:
-        self._until = _utc(until)
+        self._until = utc(until)
         self._window = window
         self._bound = bound
         self._max_groups = max_groups
@@ -435,7 +411,7 @@ class _Folder:
             f"WHERE recorded_at >= {query.bind('start', start, param_types.TIMESTAMP)}"
         )
         ((first,),) = reader.execute(query, sql)
-        return None if first is None else _utc(first)
+        return None if first is None else utc(first)
 
     def _groups(self, reader: _Reader, start: datetime, end: datetime) -> list[list[Any]]:
         query = _Query()
@@ -453,7 +429,7 @@ class _Folder:
         if not sums:
             return
         existing = {
-            (*row[:2], _utc(row[2]), *row[3:7]): row[7:]
+            (*row[:2], utc(row[2]), *row[3:7]): row[7:]
             for row in reader.read("usage_hours", (*_HOUR_KEY, *_HOUR_SUMS), list(sums))
         }
         rows = []
@@ -471,7 +447,7 @@ def _at_every_grouping(groups: list[list[Any]]) -> dict[tuple[Any, ...], list[in
         for grouping in ROLLUP_GROUPINGS:
             kept = grouping_kept(grouping)
             values = [v if d in kept else "" for d, v in zip(_COLUMNS, dimensions, strict=True)]
-            entry = sums.setdefault((enterprise_id, grouping, _utc(hour), *values), [0, 0, 0, 0])
+            entry = sums.setdefault((enterprise_id, grouping, utc(hour), *values), [0, 0, 0, 0])
             for index, value in enumerate((formations, inputs, outputs, units)):
                 entry[index] += int(value)
     return sums
