@@ -23,11 +23,13 @@ from jennah.auth import (
     write_local_credentials,
 )
 from jennah.domain.access import User
+from jennah.domain.billing import EnterpriseBilling, Plan
 from jennah.errors import AlreadyExists, Internal, JennahError
 from jennah.ports.embedder import Embedder
 from jennah.ports.identity import IdentityStore
 from jennah.ports.model import LanguageModel
 from jennah.ports.store import MemoryStore
+from jennah.ports.usage import UsageLedger
 from jennah.ports.vocabulary import VocabularyStore
 from jennah.services.access import (
     Access,
@@ -69,6 +71,7 @@ class Container:
         store: MemoryStore | None = None,
         identity: IdentityStore | None = None,
         vocabularies: VocabularyStore | None = None,
+        usage: UsageLedger | None = None,
         embedder: Embedder | None = None,
         model: LanguageModel | None = None,
         verifier: IdTokenVerifier | None = None,
@@ -79,6 +82,8 @@ class Container:
         self._store = store
         self._identity = identity
         self._vocabularies = vocabularies
+        self._usage = usage
+        self._spanner_database: Any = None
         self._firestore_client: Any = None
         self._embedder = embedder
         self._model = model
@@ -90,7 +95,7 @@ class Container:
     def store(self) -> MemoryStore:
         with self._lock:
             if self._store is None:
-                self._store = build_store(self.settings)
+                self._store = build_store(self.settings, self._spanner)
             return self._store
 
     @property
@@ -107,6 +112,21 @@ class Container:
             if self._vocabularies is None:
                 self._vocabularies = build_vocabularies(self.settings, self._firestore)
             return self._vocabularies
+
+    @property
+    def usage(self) -> UsageLedger:
+        """The usage ledger and billing settings, in the memory store's database."""
+        with self._lock:
+            if self._usage is None:
+                self._usage = build_usage(self.settings, self._spanner)
+            return self._usage
+
+    def _spanner(self) -> Any:
+        """The one Spanner database handle of the store and the ledger, built on first use."""
+        with self._lock:
+            if self._spanner_database is None:
+                self._spanner_database = build_spanner_database(self.settings)
+            return self._spanner_database
 
     def _firestore(self) -> Any:
         """The one Firestore client of the control documents, built on first use."""
@@ -147,29 +167,54 @@ class Container:
             embedder.load()
 
     def close(self) -> None:
-        for adapter in (self._store, self._identity, self._vocabularies):
+        for adapter in (self._store, self._identity, self._vocabularies, self._usage):
             if isinstance(adapter, _Closable):
                 adapter.close()
 
 
-def build_store(settings: Settings) -> MemoryStore:
+SpannerDatabaseFactory = Callable[[], Any]  # the database handle, built on first call
+
+
+def build_store(
+    settings: Settings, spanner: SpannerDatabaseFactory | None = None
+) -> MemoryStore:
+    """Spanner in production, `<data_dir>/memory.db` locally. `spanner` gives the database
+    handle to use (one built from `settings` when None)."""
     if settings.store == "spanner":
-        return _spanner_store(settings)
+        from jennah.adapters.spanner.store import SpannerStore
+
+        return SpannerStore(
+            _spanner_database(settings, spanner), timeout_seconds=settings.spanner_timeout_seconds
+        )
     from jennah.adapters.sqlite.store import SqliteStore
 
-    settings.data_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
-    return SqliteStore(settings.data_dir / "memory.db")
+    return SqliteStore(_local_control_file(settings))
 
 
-def _spanner_store(settings: Settings) -> MemoryStore:
+def build_usage(settings: Settings, spanner: SpannerDatabaseFactory | None = None) -> UsageLedger:
+    """The usage ledger beside the memory store: in the same Spanner database or SQLite
+    file, so admission reads usage and settings in one transaction."""
+    if settings.store == "spanner":
+        from jennah.adapters.spanner.usage import SpannerUsageLedger
+
+        return SpannerUsageLedger(
+            _spanner_database(settings, spanner), timeout_seconds=settings.spanner_timeout_seconds
+        )
+    from jennah.adapters.sqlite.usage import SqliteUsageLedger
+
+    return SqliteUsageLedger(_local_control_file(settings))
+
+
+def build_spanner_database(settings: Settings) -> Any:
     from google.cloud import spanner
-
-    from jennah.adapters.spanner.store import SpannerStore
 
     # SPANNER_EMULATOR_HOST, when set, points this client at the emulator.
     client: Any = spanner.Client(project=settings.spanner_project)
-    database = client.instance(settings.spanner_instance).database(settings.spanner_database)
-    return SpannerStore(database, timeout_seconds=settings.spanner_timeout_seconds)
+    return client.instance(settings.spanner_instance).database(settings.spanner_database)
+
+
+def _spanner_database(settings: Settings, spanner: SpannerDatabaseFactory | None) -> Any:
+    return spanner() if spanner is not None else build_spanner_database(settings)
 
 
 FirestoreClientFactory = Callable[[], Any]  # the client, built on first call
@@ -274,6 +319,11 @@ def build_verifier(settings: Settings) -> IdTokenVerifier | None:
     return GoogleIdTokenVerifier(settings.oidc_audience)
 
 
+# The local enterprise `jnh serve` creates is on the Enterprise plan (input cap 100,000
+# tokens, 25,000 formation units a month): the embedded default is for development.
+LOCAL_BILLING = EnterpriseBilling(enterprise_id=LOCAL_ENTERPRISE_ID, plan=Plan.ENTERPRISE)
+
+
 @dataclass(frozen=True)
 class LocalRoot:
     """The local root credential, and what `ensure_local_root` had to do to have it."""
@@ -285,8 +335,9 @@ class LocalRoot:
 
 def ensure_local_root(container: Container) -> LocalRoot:
     """Make `<data_dir>/credentials.json` hold a working root credential of the local
-    enterprise: the first start creates the enterprise and its root user; later starts
-    reuse the file; a missing or stale file gets a new root credential."""
+    enterprise: the first start creates the enterprise (on LOCAL_BILLING's plan) and its
+    root user; later starts reuse the file; a missing or stale file gets a new root
+    credential."""
     data_dir = container.settings.data_dir
     identity = container.identity
     existing = _readable_credentials(container)
@@ -303,6 +354,7 @@ def ensure_local_root(container: Container) -> LocalRoot:
             created = False
         else:
             created = True
+            container.usage.put_billing(LOCAL_BILLING)
     else:
         token, created = _rotate_root(identity, container.now()), False
     credentials = LocalCredentials(token=token)

@@ -36,6 +36,16 @@ class Settings(BaseSettings):
     firestore_project: str = "jennah-local"
     firestore_database: str = "(default)"
 
+    # Cloud Tasks: the formation queue and the form-worker its tasks are sent to
+    # (CLOUD_TASKS_EMULATOR_HOST switches the client to the emulator)
+    tasks_project: str = "demo-test"
+    tasks_location: str = "us-central1"
+    tasks_queue: str = "formations"
+    form_worker_url: str = ""
+    # when set, tasks carry an OIDC token of this service account, audience form_worker_url
+    tasks_service_account: str = ""
+    tasks_dispatch_deadline_seconds: int = 1800
+
     # Google-signed ID tokens (production users): the audience they must carry.
     # Unset: only API keys and development user credentials are accepted.
     oidc_audience: str | None = None

@@ -113,6 +113,9 @@ STEP_ID = render(
     [Turn(role=TurnRole.USER, content="I live in Lisbon.")], datetime(2024, 1, 1, tzinfo=UTC)
 ).step_id
 
+# the usage report's range must start within the 400 days usage is kept
+USAGE_SINCE = (datetime.now(UTC) - timedelta(days=7)).strftime("%Y-%m-%dT00:00:00Z")
+
 REQUESTS: dict[str, tuple[str, str, dict[str, Any] | None]] = {
     "agents.memory.form": ("POST", f"{A}/memory:form", FORM),
     "agents.memory.steps.get": ("GET", f"{A}/memory/steps/{STEP_ID}", None),
@@ -129,6 +132,11 @@ REQUESTS: dict[str, tuple[str, str, dict[str, Any] | None]] = {
     "memory.vocabulary.declare": ("PUT", V, DECLARE),
     "memory.vocabulary.get": ("GET", f"{V}?scopeId=bot.a", None),
     "memory.vocabulary.delete": ("DELETE", f"{V}?scopeId=bot.a", None),
+    "billing.get": ("GET", "/v1/billing", None),
+    "billing.setOverageMultiple": ("POST", "/v1/billing:setOverageMultiple",
+                                   {"overageMultiple": 3}),
+    "billing.usage.formationTokens": ("GET", f"/v1/billing/usage/formation-tokens?startTime="
+                                      f"{USAGE_SINCE}&groupBy=scope", None),
     "caller.get": ("GET", "/v1/caller", None),
     "apiKeys.create": ("POST", "/v1/apiKeys", {"role": "member", "agentSelectors": ["bot.*"]}),
     "apiKeys.list": ("GET", "/v1/apiKeys", None),
@@ -160,6 +168,9 @@ EXPECTED: dict[str, tuple[int, int, int, int | None, int]] = {
     "memory.vocabulary.declare": (200, 200, 403, 404, 403),
     "memory.vocabulary.get":     (200, 200, 404, 404, 200),
     "memory.vocabulary.delete":  (200, 404, 403, 404, 403),
+    "billing.get":           (200, 200, 403, None, 200),
+    "billing.setOverageMultiple": (200, 200, 403, None, 403),
+    "billing.usage.formationTokens": (200, 200, 403, None, 200),
     "caller.get":            (200, 200, 200, 200, 200),
     "apiKeys.create":        (200, 200, 403, None, 403),
     "apiKeys.list":          (200, 200, 403, None, 403),
@@ -173,7 +184,7 @@ EXPECTED: dict[str, tuple[int, int, int, int | None, int]] = {
 MATRIX: dict[str, Row] = {
     op: Row(*REQUESTS[op], *EXPECTED[op]) for op in sorted(REQUESTS.keys() & EXPECTED.keys())
 }
-# every (route, case) pair that applies: 23 routes x 9 cases, less the 7 n/a
+# every (route, case) pair that applies: 26 routes x 9 cases, less the 10 n/a
 MATRIX_CASES = [
     (op, case) for op, row in MATRIX.items() for case in CASES if getattr(row, case) is not None
 ]
@@ -384,7 +395,7 @@ def test_every_route_is_in_the_matrix() -> None:
 
 
 def test_the_matrix_covers_every_route_and_case() -> None:
-    assert len(MATRIX_CASES) == len(ALL_ROUTES) * len(CASES) - 7
+    assert len(MATRIX_CASES) == len(ALL_ROUTES) * len(CASES) - 10
 
 
 def test_every_management_route_refuses_api_keys() -> None:

@@ -24,6 +24,7 @@ from jennah.adapters.sqlite.store import SqliteStore
 from jennah.api.app import create_app
 from jennah.bootstrap import Container
 from jennah.domain import rules
+from jennah.domain.billing import EnterpriseBilling, Plan
 from jennah.domain.formation import SOURCE_STEP
 from jennah.domain.models import Direction, ScopeRef
 from jennah.errors import Aborted, FailedPrecondition
@@ -289,7 +290,7 @@ def silent(tmp_path: Path) -> Iterator[tuple[Api, ScriptedModel]]:
         ({"turns": [user("x")], "formationKey": "k" * 257}, "formationKey", "256"),
         ({"turns": [user("x")], "formationKey": ""}, "formationKey", "empty"),
         ({"turns": [user("   ")]}, "turns[0].content", "empty"),
-        ({"turns": [user("x" * 70_000)]}, "turns", "16,384 tokens"),
+        ({"turns": [user("x" * 70_000)]}, "turns", "8,192 tokens"),  # Free, the default plan
         ({"turns": [user("x")], "observedAt": "2099-01-01T00:00:00Z"}, "observedAt", "future"),
         ({"turns": [user("x")], "observedAt": "yesterday"}, "observedAt", "RFC 3339"),
         ({"turns": [user("x")], "turnz": []}, "turnz", "unknown field"),
@@ -311,12 +312,33 @@ def test_a_request_out_of_bounds_is_refused_naming_the_bound(
     assert rows(api)["scopes"] == []
 
 
-def test_the_input_cap_names_the_plan_cap(silent: tuple[Api, ScriptedModel]) -> None:
-    api, _ = silent
-    error = refused(api.post(FORM, {"turns": [user("x" * 70_000)]}), 400, "INVALID_ARGUMENT")
-    assert reason(error) == "FORMATION_INPUT_CAP"
-    info = next(d for d in error["details"] if d["@type"].endswith("ErrorInfo"))
-    assert info["metadata"]["inputTokenCap"] == "16384"
+@pytest.mark.parametrize(
+    ("plan", "cap", "words"),
+    [
+        (None, 8_192, "8,192 tokens"),  # no settings stored: Free
+        (Plan.FREE, 8_192, "8,192 tokens"),
+        (Plan.PRO, 16_384, "16,384 tokens"),
+        (Plan.TEAM, 16_384, "16,384 tokens"),
+        (Plan.ENTERPRISE, 100_000, "100,000 tokens"),
+    ],
+)
+def test_the_input_cap_names_the_plan_cap(
+    tmp_path: Path, plan: Plan | None, cap: int, words: str
+) -> None:
+    model = ScriptedModel([{"candidates": []}])
+    with sqlite_api(tmp_path, model) as api:
+        if plan is not None:
+            billing = EnterpriseBilling(enterprise_id=ENTERPRISE, plan=plan)
+            api.container.usage.put_billing(billing)
+        under = {"turns": [user("x" * (cap * 4 - 200))]}  # just under the cap: formed
+        assert api.post(FORM, under).status_code == 200
+        assert len(model.calls) == 1
+        over = {"turns": [user("x" * (cap * 4 + 4))]}
+        error = refused(api.post(FORM, over), 400, "INVALID_ARGUMENT")
+        assert reason(error) == "FORMATION_INPUT_CAP" and words in error["message"]
+        info = next(d for d in error["details"] if d["@type"].endswith("ErrorInfo"))
+        assert info["metadata"]["inputTokenCap"] == str(cap)
+        assert len(model.calls) == 1
 
 
 # the pipeline's errors, mapped once

@@ -718,13 +718,98 @@ class BadRequest(WireResponse):
     field_violations: list[FieldViolation] = Field(default_factory=list)
 
 
+# billing and usage
+
+PlanName = Literal["FREE", "TRIAL", "PRO", "SCALE", "TEAM", "ENTERPRISE"]
+AllowanceMeasureName = Literal["FORMATION_UNITS", "OUTPUT_TOKENS"]
+ResetName = Literal["DAILY", "MONTHLY", "NOT_BEFORE_TRIAL_ENDS"]
+PerName = Literal["day", "week", "month"]
+DimensionName = Literal["scope", "caller", "model", "region"]
+
+
+class BillingState(WireResponse):
+    """The billing state of the current allowance period, in formation units (on Free
+    the allowance is in output tokens per day: allowanceMeasure OUTPUT_TOKENS)."""
+
+    plan: PlanName
+    billable: bool = Field(
+        description="Holds an active marketplace subscription (overage needs it and a plan "
+        "with overage: Pro, Scale or Team)"
+    )
+    allowance: Int64
+    allowance_measure: AllowanceMeasureName
+    resets: ResetName
+    period_start_time: Timestamp
+    period_end_time: Timestamp = Field(description="When the allowance resets (or the trial ends)")
+    units_used: Int64
+    output_tokens_used: Int64
+    overage_units: Int64 = Field(description="Units past the allowance, billed as overage")
+    overage_multiple: float = Field(description="0 to 10 in steps of 0.5; 0 turns overage off")
+    overage_band: Int64 = Field(description="multiple x the plan's monthly fee, in units")
+    overage_limit: Int64 = Field(
+        description="Formations are refused from here: the allowance, plus the band when "
+        "overage is on"
+    )
+    formations_in_progress: Int32
+
+
+class SetOverageMultipleRequest(WireRequest):
+    overage_multiple: float = Field(
+        description="0 to 10 in steps of 0.5; 0 turns overage off; applies to the next formation"
+    )
+
+
+class FormationTokensParams(WireRequest):
+    """Query parameters of GET /v1/billing/usage/formation-tokens."""
+
+    start_time: Timestamp = Field(description="Required; at most 400 days back")
+    end_time: Timestamp | None = Field(default=None, description="Default: now")
+    per: PerName = Field(default="day", description="day, week (ISO, Monday start) or month")
+    time_zone: str = Field(default="UTC", description="IANA name the calendar is taken in")
+    group_by: DimensionName | None = Field(default=None, description="One of the dimensions")
+    scope: str | None = Field(default=None, description="Count only this scope")
+    caller: str | None = Field(default=None, description="Only user:<id> or api_key:<id>")
+    model: str | None = Field(default=None, description="Only this model")
+    region: str | None = Field(default=None, description="Only this region")
+
+
+class TokenBucket(WireResponse):
+    start_time: Timestamp
+    end_time: Timestamp
+    key: str | None = Field(default=None, description="The group's value, with groupBy")
+    input_tokens: Int64
+    output_tokens: Int64
+    units: Int64 = Field(description="Formation units of the bucket's formations")
+
+
+class FormationTokensResponse(WireResponse):
+    """Aggregated usage, never per formation: buckets ordered by start time, then key;
+    a bucket or group with nothing counted is absent."""
+
+    buckets: list[TokenBucket] = Field(default_factory=list)
+    per: PerName
+    time_zone: str
+    group_by: DimensionName | None = None
+    start_time: Timestamp
+    end_time: Timestamp
+
+
+class RetryInfo(WireResponse):
+    """google.rpc.RetryInfo: retry no sooner than `retryDelay` (a Duration, e.g. "5s")."""
+
+    type: Literal["type.googleapis.com/google.rpc.RetryInfo"] = Field(
+        default="type.googleapis.com/google.rpc.RetryInfo", alias="@type"
+    )
+    retry_delay: str
+
+
 class Status(WireResponse):
     """google.rpc.Status as Google's REST APIs print it."""
 
     code: int
     status: str
     message: str
-    details: list[ErrorInfo | BadRequest] = Field(default_factory=list)
+    details: list[ErrorInfo | BadRequest | RetryInfo] = Field(default_factory=list)
 
 
 class ErrorResponse(WireResponse):

@@ -4,7 +4,8 @@
                "details": [{"@type": "type.googleapis.com/google.rpc.ErrorInfo",
                             "reason": "…", "domain": "jennah", "metadata": {…}}]}}
 
-An error naming a field also carries a google.rpc.BadRequest field violation.
+An error naming a field also carries a google.rpc.BadRequest field violation;
+one with a `retryDelay` ("5s") in its metadata, a google.rpc.RetryInfo.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from jennah.api.dto import (
     ErrorInfo,
     ErrorResponse,
     FieldViolation,
+    RetryInfo,
     Status,
 )
 from jennah.errors import InvalidArgument, JennahError
@@ -43,7 +45,7 @@ class MethodNotAllowed(JennahError):
 
 def error_response(err: JennahError) -> ErrorResponse:
     """The Google error body for an error; the reason defaults to the status name."""
-    details: list[ErrorInfo | BadRequest] = [
+    details: list[ErrorInfo | BadRequest | RetryInfo] = [
         ErrorInfo(reason=err.reason or err.status, metadata=err.metadata)
     ]
     field = err.metadata.get("field")
@@ -51,6 +53,9 @@ def error_response(err: JennahError) -> ErrorResponse:
         details.append(
             BadRequest(field_violations=[FieldViolation(field=field, description=err.message)])
         )
+    retry_delay = err.metadata.get("retryDelay")
+    if retry_delay is not None:
+        details.append(RetryInfo(retry_delay=retry_delay))
     return ErrorResponse(
         error=Status(code=err.http_status, status=err.status, message=err.message, details=details)
     )

@@ -21,42 +21,41 @@ from jennah.domain.formation import (
 from jennah.domain.models import ExecutionLogStep
 from jennah.domain.vocabulary import to_data
 from jennah.errors import NotFound
-from jennah.services import formation
+from jennah.services import metered_formation
 from jennah.services.formation import FormationCommand, FormationUsage
+from jennah.services.metered_formation import FormationDeps
 from jennah.services.vocabulary import resolve_for_formation
-
-# Plans (and their input caps: 8,192 on Free, 16,384 on the trial, Pro, Scale and Team,
-# 100,000 on Enterprise) arrive with billing; until then every enterprise has the
-# trial's cap.
-INPUT_TOKEN_CAP = 16_384
-
 
 # memory:form
 
 
 def form(call: Call) -> Reply:
-    container = call.container
     usage = FormationUsage()
     try:
-        receipt = formation.form(
-            form_command(call),
-            container.store,
-            container.embedder,
-            container.model,
-            container.now,
-            usage=usage,
-        )
+        receipt = metered_formation.form(form_command(call), call.caller, deps(call), usage)
     finally:
         _log_usage(call, usage)
     return Reply(receipt_out(receipt))
 
 
+def deps(call: Call) -> FormationDeps:
+    container = call.container
+    return FormationDeps(
+        store=container.store,
+        embedder=container.embedder,
+        model=container.model,
+        ledger=container.usage,
+        now=container.now,
+    )
+
+
 def form_command(call: Call) -> FormationCommand:
-    """The formation a memory:form request asks for, with this deployment's bounds and
-    the vocabulary resolved for the workspace now, as the formation starts (a
-    declaration made while it runs applies to the next one)."""
+    """The formation a memory:form request asks for, with the bounds of the enterprise's
+    plan and this deployment, and the vocabulary resolved for the workspace now, as the
+    formation starts (a declaration made while it runs applies to the next one)."""
     request: dto.FormRequest = call.request
-    resolved = resolve_for_formation(call.container.vocabularies, call.scope.ref)
+    container = call.container
+    resolved = resolve_for_formation(container.vocabularies, call.scope.ref)
     return FormationCommand(
         scope=call.scope.ref,
         registration=call.scope.registration,
@@ -64,9 +63,11 @@ def form_command(call: Call) -> FormationCommand:
         turns=[Turn(role=TurnRole(t.role), content=t.content) for t in request.turns],
         observed_at=request.observed_at,
         formation_key=request.formation_key,
-        input_token_cap=INPUT_TOKEN_CAP,
+        input_token_cap=metered_formation.input_token_cap(
+            container.usage, call.caller.enterprise_id
+        ),
         vocabulary=None if resolved is None else to_data(resolved),
-        deadline_seconds=call.container.settings.model_call_timeout_seconds,
+        deadline_seconds=container.settings.model_call_timeout_seconds,
     )
 
 

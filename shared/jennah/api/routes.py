@@ -2,8 +2,8 @@
 
 Each function serves its own routes only (`FORM_ROUTES`, `COMMIT_ROUTES`,
 `QUERY_ROUTES`, `INSPECT_ROUTES` with `STEP_ROUTES`, `SCOPE_ROUTES`,
-`VOCABULARY_ROUTES`, `ADMIN_ROUTES`); `jnh serve` mounts `ALL_ROUTES`. A
-request goes through: match the path (404) and the method (405), authenticate
+`VOCABULARY_ROUTES`, `USAGE_ROUTES`, `ADMIN_ROUTES`); `jnh serve` mounts
+`ALL_ROUTES`. A request goes through: match the path (404) and the method (405), authenticate
 (401), validate the path ids (400), authorize (every route declares its
 permission: `Access.open_scope` on a route naming a scope, 404 without reach
 and 403 without the permission; `Access.require` elsewhere, 403), parse the
@@ -26,7 +26,7 @@ from typing import Any
 import flask
 from pydantic import BaseModel, ValidationError
 
-from jennah.api import dto, formation, handlers, logs, vocabulary
+from jennah.api import billing, dto, formation, handlers, logs, vocabulary
 from jennah.api.errors import MethodNotAllowed, error_response, from_validation_error
 from jennah.bootstrap import Container
 from jennah.domain import rules
@@ -230,6 +230,33 @@ VOCABULARY_ROUTES: tuple[Route, ...] = (
         params_model=dto.VocabularyParams, response_model=dto.Empty,
     ),
 )  # fmt: skip
+# The billing state and the overage multiple (the `usage` function serves these with the
+# formation token report). The multiple is a management permission: users only.
+USAGE_ROUTES: tuple[Route, ...] = (
+    Route(
+        "GET", "/v1/billing", billing.get_billing, "billing.get",
+        "Read the billing state of the current period in formation units: allowance, units "
+        "used, overage units, multiple, band, limit and whether the enterprise is billable",
+        Permission.BILLING_READ, response_model=dto.BillingState,
+    ),
+    Route(
+        "POST", "/v1/billing:setOverageMultiple", billing.set_overage_multiple,
+        "billing.setOverageMultiple",
+        "Set the overage multiple (0 to 10 in steps of 0.5; 0 turns overage off); it "
+        "applies to the next formation. Root or administrator users only, never an API key",
+        Permission.BILLING_OVERAGE_MANAGE,
+        request_model=dto.SetOverageMultipleRequest, response_model=dto.BillingState,
+    ),
+    Route(
+        "GET", "/v1/billing/usage/formation-tokens", billing.formation_tokens,
+        "billing.usage.formationTokens",
+        "Formation input and output tokens and units, per day, ISO week or month of a time "
+        "zone, optionally grouped by scope, caller, model or region; aggregated only. "
+        "Grouping or filtering by scope needs reach over every scope",
+        Permission.BILLING_USAGE_READ,
+        params_model=dto.FormationTokensParams, response_model=dto.FormationTokensResponse,
+    ),
+)  # fmt: skip
 ADMIN_ROUTES: tuple[Route, ...] = (
     Route(
         "GET", "/v1/caller", handlers.get_caller, "caller.get",
@@ -284,6 +311,7 @@ ALL_ROUTES: tuple[Route, ...] = (
     + STEP_ROUTES
     + SCOPE_ROUTES
     + VOCABULARY_ROUTES
+    + USAGE_ROUTES
     + ADMIN_ROUTES
 )
 
@@ -431,6 +459,9 @@ def error_reply(err: JennahError) -> flask.Response:
     headers: dict[str, str] = {}
     if isinstance(err, MethodNotAllowed):
         headers["Allow"] = ", ".join(err.allowed)
+    retry_delay = err.metadata.get("retryDelay", "")
+    if retry_delay.endswith("s") and retry_delay[:-1].isdigit():
+        headers["Retry-After"] = retry_delay[:-1]
     if err.status == "UNAUTHENTICATED":
         headers["WWW-Authenticate"] = 'Bearer realm="jennah"'
     if err.http_status >= 500:

@@ -8,7 +8,7 @@ from jennah.services.formation.command import (
     estimate_input_tokens,
 )
 from jennah.services.formation.conflicts import KEY_CLAIMED, SUPERSEDED_FIRST, WRITE_CONFLICT
-from jennah.services.formation.pipeline import form
+from jennah.services.formation.pipeline import PreparedFormation, form, prepare, run
 from jennah.services.formation.reconciliation import SIMILARITY_THRESHOLD
 from jennah.services.formation.usage import FormationUsage
 
@@ -22,6 +22,9 @@ __all__ = [
     "WRITE_CONFLICT",
     "FormationCommand",
     "FormationUsage",
+    "PreparedFormation",
     "estimate_input_tokens",
     "form",
+    "prepare",
+    "run",
 ]

@@ -22,11 +22,13 @@ clock is read once, on receipt, and everything is computed before the commit.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 
 from jennah.domain.formation import (
     MAX_CANDIDATES,
     FormationReceipt,
+    RenderedConversation,
     Structure,
     fingerprint,
     render,
@@ -71,7 +73,8 @@ def form(
 ) -> FormationReceipt:
     """Form memory from a conversation and commit it atomically; the receipt.
 
-    Raises INVALID_ARGUMENT for a request out of bounds or a reused formationKey
+    `prepare` then `run`, with the clock read once, on receipt. Raises
+    INVALID_ARGUMENT for a request out of bounds or a reused formationKey
     (nothing spent); the model's DEADLINE_EXCEEDED or ABORTED when a call hits its
     time or output bound, and INTERNAL for an answer off its schema (nothing
     written); ABORTED with FORMATION_KEY_CLAIMED, FORMATION_SUPERSEDED_FIRST or
@@ -79,12 +82,39 @@ def form(
     written). `usage`, when given, accumulates the attempted model calls and
     the tokens they reported as they happen, so a caller can meter a formation
     that failed after reaching the model; a replay leaves it untouched.
-
-    A formation that writes no memory still commits its formationKey record
-    (so a retry replays the empty receipt) but no execution-log step.
     """
-    received_at = utc(now())
-    usage = usage if usage is not None else FormationUsage()
+    prepared = prepare(command, store, now())
+    if isinstance(prepared, FormationReceipt):
+        return prepared
+    return run(
+        prepared,
+        store,
+        embedder,
+        model,
+        usage=usage if usage is not None else FormationUsage(),
+        similarity_threshold=similarity_threshold,
+    )
+
+
+@dataclass(frozen=True)
+class PreparedFormation:
+    """A request within its bounds, rendered, whose formationKey has no receipt yet."""
+
+    command: FormationCommand
+    received_at: datetime
+    observed_at: datetime | None
+    rendered: RenderedConversation
+    request_print: str
+
+
+def prepare(
+    command: FormationCommand, store: MemoryStore, received_at: datetime
+) -> PreparedFormation | FormationReceipt:
+    """Steps 1 and 2, before anything is spent: the bounds (INVALID_ARGUMENT naming the
+    bound or field), then the replay of a committed formationKey (its receipt, marked
+    as a replay; INVALID_ARGUMENT FORMATION_KEY_REUSED for other turns). A request
+    that passes is ready to `run`: admit it against the allowance in between."""
+    received_at = utc(received_at)
     check_request(command, received_at)
     observed_at = utc(command.observed_at) if command.observed_at is not None else None
     rendered = render(command.turns, observed_at or received_at)
@@ -93,7 +123,31 @@ def form(
     replayed = replay(store, command, request_print)
     if replayed is not None:
         return replayed
-    context = PlanContext(command.scope, rendered, received_at, observed_at)
+    return PreparedFormation(command, received_at, observed_at, rendered, request_print)
+
+
+def run(
+    prepared: PreparedFormation,
+    store: MemoryStore,
+    embedder: Embedder,
+    model: LanguageModel,
+    *,
+    usage: FormationUsage,
+    before_commit: Callable[[], None] | None = None,
+    similarity_threshold: float = SIMILARITY_THRESHOLD,
+) -> FormationReceipt:
+    """Steps 3 to 7: the model calls, the checks in code, and ONE commit; the receipt.
+
+    `usage` accumulates what the model calls spent, as they happen (read it after
+    `run` returns or raises). `before_commit`, when given, runs after the last model
+    call and before the commit: raising there writes nothing (a cancelled
+    operation). A formation that writes no memory still commits its formationKey
+    record (so a retry replays the empty receipt) but no execution-log step.
+    """
+    command = prepared.command
+    context = PlanContext(
+        command.scope, prepared.rendered, prepared.received_at, prepared.observed_at
+    )
     structures = structure.detect(command.turns)
     candidates, dropped = _decide(
         command, context, structures, store, embedder, model, usage, similarity_threshold
@@ -112,7 +166,9 @@ def form(
         output_tokens=usage.output_tokens,
         formation_key=command.formation_key,
     )
-    _add_key_and_registration(formation, command, receipt, request_print)
+    _add_key_and_registration(formation, command, receipt, prepared.request_print)
+    if before_commit is not None:
+        before_commit()
     result = commit_plan(store, formation.plan)
     return receipt.model_copy(update={"commit_timestamp": result.commit_timestamp})
 

@@ -1,0 +1,1 @@
+"""Cloud Tasks adapter: the task queue of the production deployment."""
