@@ -1,5 +1,5 @@
-# Control documents: enterprises, users, API keys (hashes only) and role bindings
-# (jennah.adapters.firestore), later vocabularies and formation operations.
+# Control documents: enterprises, users, API keys (hashes only), role bindings, memory
+# vocabularies and formation operations (jennah.adapters.firestore).
 resource "google_firestore_database" "control" {
   project                           = var.project_id
   name                              = var.firestore_database_name
@@ -11,4 +11,31 @@ resource "google_firestore_database" "control" {
   deletion_policy                   = "ABANDON"
 
   depends_on = [google_project_service.required]
+}
+
+# Formation operations expire. Each document of the `operations` collection group
+# (enterprises/{enterpriseId}/operations/{operationId}, jennah.adapters.firestore.operations)
+# carries `expireTime`, a timestamp the app sets when it creates the operation, well past the
+# 30-minute formation ceiling: its retention (7 days by default) is the app's decision, not
+# this policy's. Firestore deletes a document typically within 24 hours after its expireTime
+# passes; until then the app treats an expired operation as gone (and its `sweep` deletes
+# expired ones on demand).
+resource "google_firestore_field" "operation_expiry" {
+  project    = var.project_id
+  database   = google_firestore_database.control.name
+  collection = "operations"
+  field      = "expireTime"
+
+  # The TTL policy on the field.
+  ttl_config {}
+
+  # Only the index the app's sweep needs (a collection-group query, expireTime <= now); the
+  # automatic collection-scoped indexes on an ever-increasing timestamp would only add write
+  # load.
+  index_config {
+    indexes {
+      order       = "ASCENDING"
+      query_scope = "COLLECTION_GROUP"
+    }
+  }
 }

@@ -1,10 +1,14 @@
 # The memory store: one Spanner instance and database whose DDL comes from the same files the
 # tests apply to the emulator (shared/jennah/adapters/spanner/schema.sql), followed by the
-# production-only DDL the emulator cannot run (vector_index.sql).
+# production-only DDL the emulator cannot run (vector_index.sql: the ANN vector index over the
+# record embeddings). The full-text SEARCH INDEX is in schema.sql (the emulator runs it too).
 #
 # The provider applies statements appended to `ddl` in place, but any other change to the list
-# replaces the database; deletion_protection makes such a plan fail instead. So schema.sql is
-# append-only once deployed: change a table with a new ALTER statement at the end.
+# replaces the database; deletion_protection makes such a plan fail instead. So the list is
+# append-only once deployed: change a table with a new ALTER statement at the END OF THE LIST.
+# Because vector_index.sql follows schema.sql here, a statement appended to schema.sql after the
+# first deploy lands before the vector index, which is not an append: new DDL then has to go
+# after it (a further file appended to ddl_files below, also applied by the test tooling).
 
 module "spanner_ddl" {
   source = "./modules/spanner-ddl"

@@ -28,7 +28,9 @@ from jennah.errors import AlreadyExists, Internal, JennahError
 from jennah.ports.embedder import Embedder
 from jennah.ports.identity import IdentityStore
 from jennah.ports.model import LanguageModel
+from jennah.ports.operations import OperationStore
 from jennah.ports.store import MemoryStore
+from jennah.ports.tasks import FormationTask, TaskQueue
 from jennah.ports.usage import UsageLedger
 from jennah.ports.vocabulary import VocabularyStore
 from jennah.services.access import (
@@ -39,6 +41,7 @@ from jennah.services.access import (
     new_secret,
     user_token,
 )
+from jennah.services.metered_formation import FormationDeps
 from jennah.settings import Settings, get_settings
 
 
@@ -72,6 +75,8 @@ class Container:
         identity: IdentityStore | None = None,
         vocabularies: VocabularyStore | None = None,
         usage: UsageLedger | None = None,
+        operations: OperationStore | None = None,
+        tasks: TaskQueue | None = None,
         embedder: Embedder | None = None,
         model: LanguageModel | None = None,
         verifier: IdTokenVerifier | None = None,
@@ -83,6 +88,8 @@ class Container:
         self._identity = identity
         self._vocabularies = vocabularies
         self._usage = usage
+        self._operations = operations
+        self._tasks = tasks
         self._spanner_database: Any = None
         self._firestore_client: Any = None
         self._embedder = embedder
@@ -120,6 +127,23 @@ class Container:
             if self._usage is None:
                 self._usage = build_usage(self.settings, self._spanner)
             return self._usage
+
+    @property
+    def operations(self) -> OperationStore:
+        """memory:form operations: control documents, beside the identities."""
+        with self._lock:
+            if self._operations is None:
+                self._operations = build_operations(self.settings, self._firestore)
+            return self._operations
+
+    @property
+    def tasks(self) -> TaskQueue:
+        """Where memory:form operations are queued: Cloud Tasks, or the in-process pool
+        that runs `form-worker`'s work on this container."""
+        with self._lock:
+            if self._tasks is None:
+                self._tasks = build_tasks(self.settings, self)
+            return self._tasks
 
     def _spanner(self) -> Any:
         """The one Spanner database handle of the store and the ledger, built on first use."""
@@ -167,7 +191,15 @@ class Container:
             embedder.load()
 
     def close(self) -> None:
-        for adapter in (self._store, self._identity, self._vocabularies, self._usage):
+        if isinstance(self._tasks, _Closable):  # first: the workers still use the stores
+            self._tasks.close()
+        for adapter in (
+            self._store,
+            self._identity,
+            self._vocabularies,
+            self._usage,
+            self._operations,
+        ):
             if isinstance(adapter, _Closable):
                 adapter.close()
 
@@ -175,9 +207,7 @@ class Container:
 SpannerDatabaseFactory = Callable[[], Any]  # the database handle, built on first call
 
 
-def build_store(
-    settings: Settings, spanner: SpannerDatabaseFactory | None = None
-) -> MemoryStore:
+def build_store(settings: Settings, spanner: SpannerDatabaseFactory | None = None) -> MemoryStore:
     """Spanner in production, `<data_dir>/memory.db` locally. `spanner` gives the database
     handle to use (one built from `settings` when None)."""
     if settings.store == "spanner":
@@ -256,6 +286,50 @@ def build_vocabularies(
     from jennah.adapters.sqlite.vocabulary import SqliteVocabularyStore
 
     return SqliteVocabularyStore(_local_control_file(settings))
+
+
+def build_operations(
+    settings: Settings, firestore: FirestoreClientFactory | None = None
+) -> OperationStore:
+    """Operations are control documents: beside the identities, as `build_identity` chooses."""
+    if settings.control == "firestore":
+        from jennah.adapters.firestore.operations import FirestoreOperationStore
+
+        return FirestoreOperationStore(_firestore_client(settings, firestore))
+    from jennah.adapters.sqlite.operations import SqliteOperationStore
+
+    return SqliteOperationStore(_local_control_file(settings))
+
+
+def build_tasks(settings: Settings, container: Container) -> TaskQueue:
+    """Cloud Tasks (to the form-worker function), or a pool of threads doing its work here."""
+    if settings.formation_queue == "cloud_tasks":
+        from jennah.adapters.cloud_tasks.queue import make_queue
+
+        return make_queue(settings)
+    from jennah.adapters.local_queue import LocalTaskQueue
+    from jennah.services import formation_operations
+
+    def deliver(task: FormationTask) -> bool:
+        outcome = formation_operations.work(
+            task, formation_deps(container), container.operations, formation_operations.worker_id()
+        )
+        return outcome is formation_operations.Outcome.ACK
+
+    def abandon(task: FormationTask) -> None:
+        formation_operations.abandon(task, container.operations, container.now())
+
+    return LocalTaskQueue(deliver, workers=settings.local_form_workers, on_abandon=abandon)
+
+
+def formation_deps(container: Container) -> FormationDeps:
+    return FormationDeps(
+        store=container.store,
+        embedder=container.embedder,
+        model=container.model,
+        ledger=container.usage,
+        now=container.now,
+    )
 
 
 def _firestore_client(settings: Settings, firestore: FirestoreClientFactory | None) -> Any:

@@ -38,6 +38,10 @@ class Settings(BaseSettings):
 
     # Cloud Tasks: the formation queue and the form-worker its tasks are sent to
     # (CLOUD_TASKS_EMULATOR_HOST switches the client to the emulator)
+    # where memory:form operations run: "local", an in-process worker pool (the embedded
+    # default), or "cloud_tasks", a Cloud Tasks queue delivering to the form-worker function
+    formation_queue: Literal["local", "cloud_tasks"] = "local"
+    local_form_workers: int = 4
     tasks_project: str = "demo-test"
     tasks_location: str = "us-central1"
     tasks_queue: str = "formations"

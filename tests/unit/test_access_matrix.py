@@ -31,6 +31,7 @@ shared).
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -109,6 +110,8 @@ SEED_FORMATION = {
     "turns": [{"role": "TURN_ROLE_USER", "content": "I live in Lisbon."}],
     "observedAt": "2024-01-01T00:00:00Z",
 }
+SEED_ASYNC = {"turns": [{"role": "TURN_ROLE_USER", "content": "I work at Seedworks."}],
+              "async": True}  # fmt: skip
 STEP_ID = render(
     [Turn(role=TurnRole.USER, content="I live in Lisbon.")], datetime(2024, 1, 1, tzinfo=UTC)
 ).step_id
@@ -137,6 +140,7 @@ REQUESTS: dict[str, tuple[str, str, dict[str, Any] | None]] = {
                                    {"overageMultiple": 3}),
     "billing.usage.formationTokens": ("GET", f"/v1/billing/usage/formation-tokens?startTime="
                                       f"{USAGE_SINCE}&groupBy=scope", None),
+    "operations.get": ("GET", "/v1/operations/{op}", None),
     "caller.get": ("GET", "/v1/caller", None),
     "apiKeys.create": ("POST", "/v1/apiKeys", {"role": "member", "agentSelectors": ["bot.*"]}),
     "apiKeys.list": ("GET", "/v1/apiKeys", None),
@@ -171,6 +175,7 @@ EXPECTED: dict[str, tuple[int, int, int, int | None, int]] = {
     "billing.get":           (200, 200, 403, None, 200),
     "billing.setOverageMultiple": (200, 200, 403, None, 403),
     "billing.usage.formationTokens": (200, 200, 403, None, 200),
+    "operations.get":        (200, 404, 403, 404, 200),
     "caller.get":            (200, 200, 200, 200, 200),
     "apiKeys.create":        (200, 200, 403, None, 403),
     "apiKeys.list":          (200, 200, 403, None, 403),
@@ -184,7 +189,7 @@ EXPECTED: dict[str, tuple[int, int, int, int | None, int]] = {
 MATRIX: dict[str, Row] = {
     op: Row(*REQUESTS[op], *EXPECTED[op]) for op in sorted(REQUESTS.keys() & EXPECTED.keys())
 }
-# every (route, case) pair that applies: 26 routes x 9 cases, less the 10 n/a
+# every (route, case) pair that applies: 27 routes x 9 cases, less the 10 n/a
 MATRIX_CASES = [
     (op, case) for op, row in MATRIX.items() for case in CASES if getattr(row, case) is not None
 ]
@@ -212,6 +217,7 @@ class World:
     tokens: dict[str, str]
     snapshot: Snapshot
     tag: str = ""
+    operation_id: str = ""  # of the world's asynchronous formation
 
     @property
     def target(self) -> str:
@@ -224,7 +230,8 @@ class World:
     def row(self, operation_id: str) -> Row:
         """The matrix row with this world's names filled in."""
         row = MATRIX[operation_id]
-        return row._replace(path=row.path.format(tag=self.tag), body=_fill(row.body, self.tag))
+        path = row.path.format(tag=self.tag, op=self.operation_id)
+        return row._replace(path=path, body=_fill(row.body, self.tag))
 
     def secrets(self) -> list[str]:
         return [secret.format(tag=self.tag) for secret in SECRETS]
@@ -310,6 +317,17 @@ def build_world(container: Container, snapshot: Snapshot, tag: str = "") -> Worl
                                ("PUT", V, SEED_VOCABULARY)):  # fmt: skip
         answer = world.send(Row(method, path, body, *OK), f"Bearer {tokens['root']}")
         assert answer.status_code == 200, answer.get_data(as_text=True)
+    operation = world.send(Row("POST", f"{A}/memory:form", SEED_ASYNC, *OK),
+                           f"Bearer {tokens['root']}")  # fmt: skip
+    assert operation.status_code == 200, operation.get_data(as_text=True)
+    world.operation_id = operation.get_json()["name"].removeprefix("operations/")
+    for _ in range(500):  # let it finish, so its writes land before any case runs
+        polled = world.send(Row("GET", f"/v1/operations/{world.operation_id}", None, *OK),
+                            f"Bearer {tokens['root']}")  # fmt: skip
+        if polled.get_json().get("done"):
+            break
+        time.sleep(0.02)
+    assert polled.get_json()["done"], polled.get_json()
     return world
 
 

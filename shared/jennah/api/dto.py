@@ -338,8 +338,9 @@ class FormRequest(WireRequest):
 
     turns: list[FormTurn] = Field(
         default_factory=list,
-        description="1-200 turns; the rendered conversation must fit the input-token cap "
-        "(16,384 tokens, estimated as its UTF-8 bytes / 4)",
+        description="1-200 turns; the rendered conversation must fit the input-token cap of "
+        "the enterprise's plan (8,192 tokens on Free; 16,384 on the trial, Pro, Scale and "
+        "Team; 100,000 on Enterprise; estimated as its UTF-8 bytes / 4)",
     )
     observed_at: Timestamp | None = Field(
         default=None,
@@ -351,6 +352,34 @@ class FormRequest(WireRequest):
         description="Up to 256 characters: a retry under the same key (same turns and "
         "observedAt) returns the original receipt instead of forming twice",
     )
+    run_async: bool = Field(
+        default=False,
+        alias="async",
+        description="Answer at once with the operation (name, done) instead of waiting for "
+        "the receipt; read it with GET /v1/operations/{operationId}",
+    )
+
+
+class Operation(WireResponse):
+    """A long-running memory:form (google.longrunning.Operation): `response` holds the
+    receipt once done, `error` the google.rpc.Status it failed with."""
+
+    name: str = Field(description="operations/{operationId}")
+    done: bool
+    metadata: OperationMetadata
+    response: FormResponse | None = None
+    error: Status | None = None
+
+
+class OperationMetadata(WireResponse):
+    state: Literal["QUEUED", "RUNNING", "SUCCEEDED", "FAILED", "CANCELLED"]
+    agent_instance_id: str
+    caller: str
+    formation_key: str | None = None
+    attempts: Int32
+    create_time: Timestamp
+    update_time: Timestamp
+    expire_time: Timestamp = Field(description="When the operation is deleted (7 days)")
 
 
 class FormCandidate(WireResponse):
@@ -819,3 +848,6 @@ class ErrorResponse(WireResponse):
 def dump(model: BaseModel) -> dict[str, object]:
     """A response model as its JSON object, absent optional fields omitted."""
     return model.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+
+Operation.model_rebuild()  # it names models defined after it

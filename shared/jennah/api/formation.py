@@ -9,8 +9,17 @@ memory vocabulary resolved for the workspace when it starts.
 
 from __future__ import annotations
 
+import select
+import socket
+from collections.abc import Callable
+
+import flask
+
 from jennah.api import dto, logs
+from jennah.api.errors import error_response
 from jennah.api.handlers import Call, Reply
+from jennah.bootstrap import formation_deps
+from jennah.domain.access import Permission, ScopeKind
 from jennah.domain.formation import (
     CandidateOutcome,
     FormationReceipt,
@@ -21,31 +30,103 @@ from jennah.domain.formation import (
 from jennah.domain.models import ExecutionLogStep
 from jennah.domain.vocabulary import to_data
 from jennah.errors import NotFound
-from jennah.services import metered_formation
-from jennah.services.formation import FormationCommand, FormationUsage
-from jennah.services.metered_formation import FormationDeps
+from jennah.ports.operations import FormationOperation
+from jennah.services import formation_operations, metered_formation
+from jennah.services.formation import FormationCommand
 from jennah.services.vocabulary import resolve_for_formation
 
 # memory:form
 
 
 def form(call: Call) -> Reply:
-    usage = FormationUsage()
-    try:
-        receipt = metered_formation.form(form_command(call), call.caller, deps(call), usage)
-    finally:
-        _log_usage(call, usage)
-    return Reply(receipt_out(receipt))
-
-
-def deps(call: Call) -> FormationDeps:
+    """Validate, replay or admit, queue the operation; then wait for its receipt (the
+    client closing the connection cancels it), or answer the operation at once with
+    `async`."""
     container = call.container
-    return FormationDeps(
-        store=container.store,
-        embedder=container.embedder,
-        model=container.model,
-        ledger=container.usage,
-        now=container.now,
+    request: dto.FormRequest = call.request
+    submitted = formation_operations.submit(
+        form_command(call), call.caller, formation_deps(container), container.operations,
+        container.tasks,
+    )  # fmt: skip
+    if isinstance(submitted, FormationReceipt):  # a replay
+        return Reply(receipt_out(submitted))
+    if request.run_async:
+        return Reply(operation_out(submitted))
+    done = formation_operations.wait(
+        container.operations, submitted, container.now, client_gone=client_gone_probe()
+    )
+    _log_formation(done)
+    return Reply(receipt_out(formation_operations.result(done)))
+
+
+def client_gone_probe() -> Callable[[], bool]:
+    """Whether the client of the current request has closed its connection.
+
+    The request body is read by now, so the connection is readable only when the
+    client closed it (recv returns b"") or broke it. Servers that expose the socket
+    (werkzeug's `jnh serve`, gunicorn under functions-framework) are probed; on
+    others the probe always answers False.
+    """
+    environ = flask.request.environ
+    sock = environ.get("gunicorn.socket") or environ.get("werkzeug.socket")
+    if not isinstance(sock, socket.socket):
+        return lambda: False
+
+    def gone() -> bool:
+        try:
+            readable, _, _ = select.select([sock], [], [], 0)
+            if not readable:
+                return False
+            return sock.recv(1, socket.MSG_PEEK) == b""
+        except (OSError, ValueError):
+            return True
+
+    return gone
+
+
+def get_operation(call: Call) -> Reply:
+    """GET /v1/operations/{operationId}: another enterprise's operation, and one in an agent
+    workspace the caller does not reach, are answered as though they did not exist."""
+    container = call.container
+    operation_id = call.path["operationId"]
+    operation = container.operations.get(call.caller.enterprise_id, operation_id)
+    missing = NotFound(
+        f"operation {operation_id!r} was not found (operations are kept for 7 days)",
+        reason="OPERATION_NOT_FOUND",
+        metadata={"operationId": operation_id},
+    )
+    if operation is None:
+        raise missing
+    try:
+        container.access.open_scope(
+            call.caller, operation.scope_id, ScopeKind.AGENT, Permission.MEMORY_FORM, create=True
+        )
+    except NotFound:
+        raise missing from None
+    return Reply(operation_out(operation))
+
+
+def operation_out(operation: FormationOperation) -> dto.Operation:
+    response = error = None
+    if operation.receipt_json is not None:
+        response = receipt_out(FormationReceipt.model_validate_json(operation.receipt_json))
+    elif operation.error is not None:
+        error = error_response(formation_operations.error_from(operation.error)).error
+    return dto.Operation(
+        name=formation_operations.operation_name(operation.operation_id),
+        done=operation.done,
+        metadata=dto.OperationMetadata(
+            state=operation.state.value,
+            agent_instance_id=operation.scope_id,
+            caller=operation.caller,
+            formation_key=operation.formation_key,
+            attempts=operation.attempts,
+            create_time=operation.create_time,
+            update_time=operation.update_time,
+            expire_time=operation.expire_time,
+        ),
+        response=response,
+        error=error,
     )
 
 
@@ -71,25 +152,37 @@ def form_command(call: Call) -> FormationCommand:
     )
 
 
-def _log_usage(call: Call, usage: FormationUsage) -> None:
-    """What a formation that reached the model spent, whether it then succeeded or not."""
-    if not usage.reached_model:
-        return
-    logs.log(
-        "INFO",
-        f"formation usage: {usage.model_calls} model calls, {usage.units} units",
-        formationUsage={
-            "enterprise": call.caller.enterprise_id,
-            "scope": call.scope.ref.scope_id,
-            "caller": call.caller.principal,
-            "model": usage.model,
-            "region": usage.region,
-            "modelCalls": usage.model_calls,
-            "inputTokens": usage.input_tokens,
-            "outputTokens": usage.output_tokens,
-            "units": usage.units,
-        },
+def _log_formation(operation: FormationOperation) -> None:
+    """One line per formation the form function answered: its outcome, never its content."""
+    receipt = operation.receipt_json and FormationReceipt.model_validate_json(
+        operation.receipt_json
     )
+    fields: dict[str, object] = {
+        "operation": formation_operations.operation_name(operation.operation_id),
+        "enterprise": operation.enterprise_id,
+        "scope": operation.scope_id,
+        "caller": operation.caller,
+        "formationKey": operation.formation_key,
+        "state": operation.state.value,
+        "attempts": operation.attempts,
+        "durationSeconds": round(
+            (operation.update_time - operation.create_time).total_seconds(), 3
+        ),
+    }
+    if receipt:
+        decisions: dict[str, int] = {}
+        for candidate in receipt.candidates:
+            decisions[candidate.decision.value] = decisions.get(candidate.decision.value, 0) + 1
+        fields |= {
+            "decisions": decisions,
+            "inputTokens": receipt.input_tokens,
+            "outputTokens": receipt.output_tokens,
+            "units": receipt.formation_units,
+            "replay": receipt.replay,
+        }
+    if operation.error is not None:
+        fields |= {"errorCode": operation.error.code, "errorReason": operation.error.reason}
+    logs.log("INFO", f"formation {operation.state.value.lower()}", formation=fields)
 
 
 def receipt_out(receipt: FormationReceipt) -> dto.FormResponse:

@@ -1,8 +1,9 @@
-"""Scheduled jobs served over HTTP by private functions (Cloud Scheduler targets).
+"""Work served over HTTP by private functions: the usage rollup (a Cloud Scheduler
+target) and the form-worker (the Cloud Tasks target).
 
 These functions are not part of the public API: Cloud Run IAM admits only the
-scheduler's service account (OIDC), so they take no Jennah credential and read
-no request body. Each answers 200 with what it did, or a Google error body.
+scheduler's or the queue's service account (OIDC), so they take no Jennah
+credential. Each answers with what it did, or a Google error body.
 """
 
 from __future__ import annotations
@@ -11,9 +12,46 @@ import flask
 
 from jennah.api import logs
 from jennah.api.routes import error_reply, json_response
-from jennah.bootstrap import Container
-from jennah.errors import Internal, InvalidArgument, JennahError
-from jennah.services import usage
+from jennah.bootstrap import Container, formation_deps
+from jennah.errors import Aborted, Internal, InvalidArgument, JennahError, Unavailable
+from jennah.ports.tasks import task_from_body
+from jennah.services import formation_operations, usage
+from jennah.services.formation_operations import Outcome
+
+RETRY_AFTER_SECONDS = 10
+
+
+def form_worker(request: flask.Request, container: Container) -> flask.Response:
+    """POST a FormationTask: run its operation once (see `formation_operations.work`).
+
+    2xx acknowledges the task: the operation finished (its receipt or its error is
+    recorded on it), or there was nothing to do. 503 asks the queue to deliver it
+    again later: another worker holds the operation, or a transient failure. A
+    body that is not a task is 400 (there is no operation to record it on).
+    """
+    try:
+        if request.method != "POST":
+            raise InvalidArgument(f"{request.method} is not allowed; tasks are delivered by POST")
+        task = task_from_body(request.get_data(cache=False))
+        outcome = formation_operations.work(
+            task,
+            formation_deps(container),
+            container.operations,
+            formation_operations.worker_id(),
+        )
+    except (Unavailable, Aborted) as err:  # the operations store: transient
+        logs.log("WARNING", f"form-worker: {err.status}: {err.message}; the queue retries")
+        outcome = Outcome.RETRY
+    except JennahError as err:
+        return error_reply(err)
+    except Exception as exc:
+        logs.log_exception("form-worker failed", exc)
+        return error_reply(Internal("internal error; the server log has the details"))
+    if outcome is Outcome.RETRY:
+        return json_response(
+            {"outcome": outcome.value}, 503, {"Retry-After": str(RETRY_AFTER_SECONDS)}
+        )
+    return json_response({"outcome": outcome.value, "operation": task.operation_id}, 200)
 
 
 def usage_rollup(request: flask.Request, container: Container) -> flask.Response:

@@ -2,7 +2,7 @@
 
 Each function serves its own routes only (`FORM_ROUTES`, `COMMIT_ROUTES`,
 `QUERY_ROUTES`, `INSPECT_ROUTES` with `STEP_ROUTES`, `SCOPE_ROUTES`,
-`VOCABULARY_ROUTES`, `USAGE_ROUTES`, `ADMIN_ROUTES`); `jnh serve` mounts
+`VOCABULARY_ROUTES`, `USAGE_ROUTES`, `OPERATION_ROUTES`, `ADMIN_ROUTES`); `jnh serve` mounts
 `ALL_ROUTES`. A request goes through: match the path (404) and the method (405), authenticate
 (401), validate the path ids (400), authorize (every route declares its
 permission: `Access.open_scope` on a route naming a scope, 404 without reach
@@ -136,6 +136,15 @@ FORM_ROUTES: tuple[Route, ...] = (
         "formation creates the agent workspace",
         Permission.MEMORY_FORM, scope=ScopeAccess(ScopeKind.AGENT, create=True),
         request_model=dto.FormRequest, response_model=dto.FormResponse,
+    ),
+)  # fmt: skip
+# memory:form with "async": true answers an operation; this reads it (the `operations`
+# function). The caller needs agent.memory:form and reach over its agent workspace.
+OPERATION_ROUTES: tuple[Route, ...] = (
+    Route(
+        "GET", "/v1/operations/{operationId}", formation.get_operation, "operations.get",
+        "Read a memory:form operation: done, and then its receipt (response) or error",
+        Permission.MEMORY_FORM, response_model=dto.Operation,
     ),
 )  # fmt: skip
 # The execution-log steps formations write: resources named
@@ -312,6 +321,7 @@ ALL_ROUTES: tuple[Route, ...] = (
     + SCOPE_ROUTES
     + VOCABULARY_ROUTES
     + USAGE_ROUTES
+    + OPERATION_ROUTES
     + ADMIN_ROUTES
 )
 
