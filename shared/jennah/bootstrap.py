@@ -7,10 +7,11 @@ that never queries never loads the embedding model.
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
@@ -43,6 +44,8 @@ from jennah.services.access import (
 )
 from jennah.services.metered_formation import FormationDeps
 from jennah.settings import Settings, get_settings
+
+log = logging.getLogger(__name__)
 
 
 @runtime_checkable
@@ -302,7 +305,11 @@ def build_operations(
 
 
 def build_tasks(settings: Settings, container: Container) -> TaskQueue:
-    """Cloud Tasks (to the form-worker function), or a pool of threads doing its work here."""
+    """Cloud Tasks (to the form-worker function), or a pool of threads doing its work here.
+
+    The pool also deletes expired operations (what Firestore's TTL policy does in
+    production), at most once per SWEEP_INTERVAL, after a delivery.
+    """
     if settings.formation_queue == "cloud_tasks":
         from jennah.adapters.cloud_tasks.queue import make_queue
 
@@ -310,16 +317,42 @@ def build_tasks(settings: Settings, container: Container) -> TaskQueue:
     from jennah.adapters.local_queue import LocalTaskQueue
     from jennah.services import formation_operations
 
+    sweep = _sweeper(container)
+
     def deliver(task: FormationTask) -> bool:
         outcome = formation_operations.work(
-            task, formation_deps(container), container.operations, formation_operations.worker_id()
+            task,
+            formation_deps(container),
+            container.operations,
+            formation_operations.worker_id(),
+            lease=timedelta(seconds=settings.operation_lease_seconds),
         )
+        sweep()
         return outcome is formation_operations.Outcome.ACK
 
     def abandon(task: FormationTask) -> None:
         formation_operations.abandon(task, container.operations, container.now())
 
     return LocalTaskQueue(deliver, workers=settings.local_form_workers, on_abandon=abandon)
+
+
+SWEEP_INTERVAL = timedelta(hours=1)
+
+
+def _sweeper(container: Container) -> Callable[[], None]:
+    """Delete expired operations, at most once per SWEEP_INTERVAL."""
+    last: list[datetime] = []
+
+    def sweep() -> None:
+        now = container.now()
+        if last and now - last[-1] < SWEEP_INTERVAL:
+            return
+        last[:] = [now]
+        swept = container.operations.sweep(now)
+        if swept:
+            log.info("deleted %d expired formation operations", swept)
+
+    return sweep
 
 
 def formation_deps(container: Container) -> FormationDeps:

@@ -42,6 +42,9 @@ class Settings(BaseSettings):
     # default), or "cloud_tasks", a Cloud Tasks queue delivering to the form-worker function
     formation_queue: Literal["local", "cloud_tasks"] = "local"
     local_form_workers: int = 4
+    # a form-worker's claim on an operation: longer than a formation may run (30 minutes),
+    # so a live worker is never overtaken; a crashed one's operation is retried after it
+    operation_lease_seconds: float = 31 * 60
     tasks_project: str = "demo-test"
     tasks_location: str = "us-central1"
     tasks_queue: str = "formations"

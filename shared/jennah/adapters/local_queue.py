@@ -14,6 +14,7 @@ import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
+from jennah.errors import Unavailable
 from jennah.ports.tasks import FormationTask
 
 log = logging.getLogger(__name__)
@@ -43,13 +44,18 @@ class LocalTaskQueue:
         self._closed = False
 
     def enqueue(self, task: FormationTask) -> None:
-        self._submit(task, 1)
+        """Deliver the task from a worker thread; UNAVAILABLE once the queue is closed."""
+        if not self._submit(task, 1):
+            raise Unavailable(
+                "the local formation workers are shutting down", reason="QUEUE_CLOSED"
+            )
 
-    def _submit(self, task: FormationTask, attempt: int) -> None:
+    def _submit(self, task: FormationTask, attempt: int) -> bool:
         with self._lock:
             if self._closed:
-                return
+                return False
             self._pool.submit(self._deliver, task, attempt)
+            return True
 
     def _deliver(self, task: FormationTask, attempt: int) -> None:
         try:

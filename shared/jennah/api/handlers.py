@@ -287,7 +287,9 @@ def create_scope(call: Call) -> Reply:
 
 def destroy_scope(call: Call) -> Reply:
     container = call.container
-    erased = admin.destroy_scope(container.store, container.vocabularies, call.scope)
+    erased = admin.destroy_scope(
+        container.store, container.vocabularies, call.scope, container.operations
+    )
     return Reply(dto.DestroyScopeResponse(scope_id=call.scope.ref.scope_id, rows_erased=erased))
 
 

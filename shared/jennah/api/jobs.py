@@ -8,6 +8,8 @@ credential. Each answers with what it did, or a Google error body.
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import flask
 
 from jennah.api import logs
@@ -38,6 +40,7 @@ def form_worker(request: flask.Request, container: Container) -> flask.Response:
             formation_deps(container),
             container.operations,
             formation_operations.worker_id(),
+            lease=timedelta(seconds=container.settings.operation_lease_seconds),
         )
     except (Unavailable, Aborted) as err:  # the operations store: transient
         logs.log("WARNING", f"form-worker: {err.status}: {err.message}; the queue retries")

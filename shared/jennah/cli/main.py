@@ -8,10 +8,12 @@ import jennah
 from jennah.cli import scopes as scope_commands
 from jennah.cli.admin import keys, roles, users
 from jennah.cli.auth import auth
+from jennah.cli.billing import billing
 from jennah.cli.client import EXIT_CODES_HELP
 from jennah.cli.memory import memory_group
 from jennah.cli.options import CliState
 from jennah.cli.serve import serve
+from jennah.cli.usage import usage
 from jennah.cli.vocabulary import vocabulary
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
@@ -45,6 +47,7 @@ class Jnh(click.Group):
       jnh scopes memory query bot.support --text "where does Alice work"
       jnh keys create --display-name support-bot --role member --agent-selector 'bot.*'
       jnh vocabulary declare --class Person="an individual human being" --yes
+      jnh usage tokens --per week --by model
     """,
     epilog=EXIT_CODES_HELP,
 )
@@ -95,7 +98,7 @@ scopes.add_command(scope_commands.list_scopes)
 scopes.add_command(scope_commands.create_scope)
 scopes.add_command(scope_commands.destroy_scope)
 scopes.add_command(memory_group("scopes", "SCOPE", "the scope"))
-for command in (serve, auth, agents, scopes, vocabulary, keys, roles, users):
+for command in (serve, auth, agents, scopes, vocabulary, usage, billing, keys, roles, users):
     cli.add_command(command)
 
 

@@ -43,6 +43,7 @@ from jennah.errors import (
     PermissionDenied,
 )
 from jennah.ports.identity import IdentityStore
+from jennah.ports.operations import OperationStore
 from jennah.ports.store import MemoryStore
 from jennah.ports.vocabulary import VocabularyStore
 from jennah.services.access import (
@@ -413,12 +414,20 @@ def _exists(scope_id: str) -> AlreadyExists:
     return AlreadyExists(f"scope {scope_id!r} already exists", metadata={"scopeId": scope_id})
 
 
-def destroy_scope(store: MemoryStore, vocabularies: VocabularyStore, opened: OpenedScope) -> int:
+def destroy_scope(
+    store: MemoryStore,
+    vocabularies: VocabularyStore,
+    opened: OpenedScope,
+    operations: OperationStore | None = None,
+) -> int:
     """Erase the scope and every row of it (usage records outlive it); rows erased.
 
-    Its scope-level vocabulary goes first, so a failure leaves the scope in place
-    for a retry rather than a vocabulary outliving its scope.
+    Its scope-level vocabulary and its memory:form operations (which hold the
+    turns sent to it) go first, so a failure leaves the scope in place for a retry
+    rather than control documents outliving their scope.
     """
     ref = opened.ref
     vocabularies.delete_scope(ref.enterprise_id, ref.scope_id)
+    if operations is not None:
+        operations.delete_scope(ref.enterprise_id, ref.scope_id)
     return store.destroy_scope(ref)
