@@ -231,11 +231,13 @@ def build_usage(settings: Settings, spanner: SpannerDatabaseFactory | None = Non
         from jennah.adapters.spanner.usage import SpannerUsageLedger
 
         return SpannerUsageLedger(
-            _spanner_database(settings, spanner), timeout_seconds=settings.spanner_timeout_seconds
+            _spanner_database(settings, spanner),
+            timeout_seconds=settings.spanner_timeout_seconds,
+            default_plan=settings.default_plan,
         )
     from jennah.adapters.sqlite.usage import SqliteUsageLedger
 
-    return SqliteUsageLedger(_local_control_file(settings))
+    return SqliteUsageLedger(_local_control_file(settings), default_plan=settings.default_plan)
 
 
 def build_spanner_database(settings: Settings) -> Any:

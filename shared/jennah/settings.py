@@ -8,6 +8,8 @@ from typing import Literal
 
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from jennah.domain.billing import Plan
+
 
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="JENNAH_", extra="ignore")
@@ -38,6 +40,8 @@ class Settings(BaseSettings):
 
     # Cloud Tasks: the formation queue and the form-worker its tasks are sent to
     # (CLOUD_TASKS_EMULATOR_HOST switches the client to the emulator)
+    # the plan of an enterprise with no billing settings stored (any but TRIAL)
+    default_plan: Plan = Plan.FREE
     # where memory:form operations run: "local", an in-process worker pool (the embedded
     # default), or "cloud_tasks", a Cloud Tasks queue delivering to the form-worker function
     formation_queue: Literal["local", "cloud_tasks"] = "local"

@@ -64,7 +64,7 @@ REGIONS = ("us-central1", "europe-west4")
 class Backend:
     ledger: UsageLedger
     store: MemoryStore
-    reopen: Any  # () -> another ledger on the same file or database
+    reopen: Any  # (**options) -> another ledger on the same file or database
 
 
 def _sqlite(tmp_path: Path) -> Iterator[Backend]:
@@ -74,8 +74,8 @@ def _sqlite(tmp_path: Path) -> Iterator[Backend]:
     path = tmp_path / "memory.db"
     opened: list[Any] = []
 
-    def reopen() -> SqliteUsageLedger:
-        opened.append(SqliteUsageLedger(path))
+    def reopen(**options: Any) -> SqliteUsageLedger:
+        opened.append(SqliteUsageLedger(path, **options))
         return opened[-1]
 
     store = SqliteStore(path)
@@ -94,7 +94,7 @@ def _spanner() -> Iterator[Backend]:
     yield Backend(
         SpannerUsageLedger(database, timeout_seconds=60),
         SpannerStore(database),
-        lambda: SpannerUsageLedger(database, timeout_seconds=60),
+        lambda **options: SpannerUsageLedger(database, timeout_seconds=60, **options),
     )
     database.drop()
 
@@ -247,6 +247,22 @@ def test_an_enterprise_without_settings_is_on_the_free_plan(
     usage: UsageLedger, enterprise: str
 ) -> None:
     assert usage.get_billing(enterprise) == EnterpriseBilling(enterprise_id=enterprise)
+
+
+def test_the_default_plan_applies_to_enterprises_without_settings(
+    backend: Backend, enterprise: str
+) -> None:
+    """JENNAH_DEFAULT_PLAN: the plan of an enterprise with nothing stored; admission
+    bounds formations by it; stored settings win."""
+    pro = backend.reopen(default_plan=Plan.PRO)
+    assert pro.get_billing(enterprise).plan is Plan.PRO
+    admitted = pro.admit(enterprise, "fu_default", NOW)
+    assert admitted.plan is Plan.PRO and admitted.input_token_cap == 16_384
+    pro.settle(enterprise, "fu_default", None)
+    pro.put_billing(EnterpriseBilling(enterprise_id=enterprise, plan=Plan.TEAM))
+    assert pro.get_billing(enterprise).plan is Plan.TEAM
+    with pytest.raises(InvalidArgument, match="trial"):
+        backend.reopen(default_plan=Plan.TRIAL)
 
 
 def test_settings_round_trip_and_stay_in_their_enterprise(

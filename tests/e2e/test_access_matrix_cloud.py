@@ -1,5 +1,5 @@
-"""The access matrix on the production adapters: Cloud Spanner (memory) and Firestore
-(identities and vocabularies), each on its local emulator.
+"""The access matrix on the production adapters: Cloud Spanner (memory, usage) and Firestore
+(identities, vocabularies, formation operations), each on its local emulator.
 
 The emulators are shared by the whole test session, so each world's enterprise
 ids, principals and key ids carry a unique tag, and "nothing written" compares
@@ -26,7 +26,7 @@ from tests.unit.test_access_matrix import CASES, MATRIX, World, build_world, che
 pytestmark = [pytest.mark.spanner, pytest.mark.firestore, pytest.mark.slow]
 
 IDENTITY_COLLECTIONS = ("users", "apiKeys", "roleBindings")
-VOCABULARY_COLLECTIONS = ("vocabulary", "scopeVocabularies")
+VOCABULARY_COLLECTIONS = ("vocabulary", "scopeVocabularies", "operations")
 INDEXES = ("userIndex", "apiKeyIndex")
 # the malformed credentials that reach the identity store (the others never leave Access)
 MALFORMED_LOOKUPS = (
@@ -98,8 +98,10 @@ def cloud() -> tuple[Any, Any]:
 
 def cloud_world(cloud: tuple[Any, Any]) -> World:
     from jennah.adapters.firestore.identity import FirestoreIdentityStore
+    from jennah.adapters.firestore.operations import FirestoreOperationStore
     from jennah.adapters.firestore.vocabulary import FirestoreVocabularyStore
     from jennah.adapters.spanner.store import SpannerStore
+    from jennah.adapters.spanner.usage import SpannerUsageLedger
 
     database, client = cloud
     tag = "-" + uuid.uuid4().hex[:10]
@@ -108,6 +110,8 @@ def cloud_world(cloud: tuple[Any, Any]) -> World:
         store=SpannerStore(database),
         identity=FirestoreIdentityStore(client),
         vocabularies=FirestoreVocabularyStore(client),
+        usage=SpannerUsageLedger(database),
+        operations=FirestoreOperationStore(client),
         embedder=HashingEmbedder(),
     )
     mine = ("local" + tag, "acme" + tag)

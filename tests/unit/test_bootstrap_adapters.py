@@ -97,3 +97,41 @@ def test_closing_the_container_closes_the_vocabulary_store() -> None:
     store = Closable()
     Container(Settings(), vocabularies=store).close()  # type: ignore[arg-type]
     assert store.closed
+
+
+# the usage ledger, the operation store and the formation queue
+
+
+def test_the_default_plan_comes_from_the_environment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from jennah.domain.billing import Plan
+
+    monkeypatch.setenv("JENNAH_DEFAULT_PLAN", "SCALE")
+    container = Container(Settings(data_dir=tmp_path))
+    try:
+        assert container.usage.get_billing("acme").plan is Plan.SCALE
+    finally:
+        container.close()
+
+
+def test_the_embedded_default_keeps_operations_locally_and_works_them_in_process(
+    tmp_path: Path,
+) -> None:
+    from jennah.adapters.local_queue import LocalTaskQueue
+    from jennah.adapters.sqlite.operations import SqliteOperationStore
+
+    container = Container(Settings(data_dir=tmp_path))
+    try:
+        assert isinstance(container.operations, SqliteOperationStore)
+        assert isinstance(container.tasks, LocalTaskQueue)
+    finally:
+        container.close()
+
+
+def test_cloud_tasks_needs_the_worker_url(tmp_path: Path) -> None:
+    from jennah.errors import FailedPrecondition
+
+    container = Container(Settings(data_dir=tmp_path, formation_queue="cloud_tasks"))
+    with pytest.raises(FailedPrecondition, match="JENNAH_FORM_WORKER_URL"):
+        _ = container.tasks

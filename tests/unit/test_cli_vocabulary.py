@@ -5,6 +5,7 @@ the three states of `get`, and the local refusal of an API key."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -382,4 +383,4 @@ def test_help_has_examples() -> None:
         result = CliRunner().invoke(cli, ["vocab", *args, "--help"])
         assert result.exit_code == 0 and "Example" in result.stdout
     listing = CliRunner().invoke(cli, ["--help"]).stdout
-    assert "vocabulary  Memory vocabulary (alias vocab)" in listing
+    assert re.search(r"vocabulary +Memory vocabulary \(alias vocab\)", listing), listing

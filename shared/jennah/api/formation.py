@@ -44,11 +44,16 @@ def form(call: Call) -> Reply:
     `async`."""
     container = call.container
     request: dto.FormRequest = call.request
+    command = form_command(call)
     submitted = formation_operations.submit(
-        form_command(call), call.caller, formation_deps(container), container.operations,
-        container.tasks,
-    )  # fmt: skip
-    if isinstance(submitted, FormationReceipt):  # a replay
+        command, call.caller, formation_deps(container), container.operations, container.tasks
+    )
+    if isinstance(submitted, FormationReceipt):  # a replay: nothing queued
+        if request.run_async:  # still an operation, done at once
+            submitted = formation_operations.replayed_operation(
+                submitted, command, call.caller, container.operations, container.now()
+            )
+            return Reply(operation_out(submitted))
         return Reply(receipt_out(submitted))
     if request.run_async:
         return Reply(operation_out(submitted))

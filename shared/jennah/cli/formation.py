@@ -79,10 +79,12 @@ def _canonical_instant(text: str) -> str:
 
 def post_formation(client: ApiClient, agent: str, body: dict[str, Any]) -> dict[str, Any]:
     """POST memory:form, showing progress while it runs; an error after which resending
-    is safe (the formation wrote nothing) says which formationKey to resend with."""
+    is safe (the formation wrote nothing) says which formationKey to resend with. With
+    "async" the answer is an operation (`is_operation`)."""
     key = body.get("formationKey")
+    label = "queueing a formation in" if body.get("async") else "forming memory in"
     try:
-        with waiting(f"forming memory in {agent}"):
+        with waiting(f"{label} {agent}"):
             return client.post(resource_path("agents", agent, "form"), body)
     except ApiError as err:
         if not key or err.status not in RESEND_STATUSES:
@@ -91,7 +93,20 @@ def post_formation(client: ApiClient, agent: str, body: dict[str, Any]) -> dict[
         raise ApiError(err.status, err.code, err.message + hint) from None
 
 
-# the receipt
+# the receipt, or the operation of --async
+
+
+def is_operation(answer: dict[str, Any]) -> bool:
+    """Whether memory:form answered an operation ("async": true), not a receipt."""
+    return "name" in answer and "done" in answer
+
+
+def emit_submitted(operation: dict[str, Any], output: str) -> None:
+    """An operation just submitted: its name (-o json: the operation)."""
+    if output == "json":
+        render.emit_json(operation)
+        return
+    render.emit_names([operation["name"]])
 
 
 def emit_receipt(answer: dict[str, Any], output: str, key: str | None) -> None:
@@ -222,13 +237,19 @@ def form_command() -> click.Command:
         time zone.
 
         A formation takes seconds to minutes (model calls); jnh waits up to 30
-        minutes (--timeout), showing the time elapsed on a terminal.
+        minutes (--timeout), showing the time elapsed on a terminal. With --async it
+        does not wait: it prints the name of the formation's operation
+        (operations/op_…; -o json: the operation), for `jnh operations wait NAME`
+        to print the receipt later (a replayed formationKey's operation is done at
+        once).
 
         \b
         Examples:
           jnh agents memory form support-bot --from-file turns.json
           jnh agents memory form support-bot --from-file chat.yaml --observed-at 2023-05-20
           cat turns.json | jnh agents memory form support-bot --from-file - -o json
+          jnh agents memory form support-bot --from-file turns.json --async
+          jnh operations wait operations/op_0123456789abcdef0123456789abcdef
         """,
     )
     @click.argument("agent", metavar="AGENT")
@@ -245,6 +266,10 @@ def form_command() -> click.Command:
         "--observed-at", metavar="TIME",
         help="When the conversation took place: RFC 3339, or a local date-time or date.",
     )  # fmt: skip
+    @click.option(
+        "--async", "run_async", is_flag=True,
+        help="Print the operation's name at once instead of waiting for the receipt.",
+    )  # fmt: skip
     @client_options_with(FORM_TIMEOUT, "Seconds to wait for the receipt (30 minutes).")
     def form(
         agent: str,
@@ -252,12 +277,18 @@ def form_command() -> click.Command:
         formation_key: str | None,
         no_formation_key: bool,
         observed_at: str | None,
+        run_async: bool,
         opts: ClientOptions,
     ) -> None:
         document = load_document(source, "--from-file")
         body = form_body(document, observed_at, formation_key, no_formation_key)
+        if run_async:
+            body["async"] = True
         answer = post_formation(opts.client(), agent, body)
-        emit_receipt(answer, opts.output, body.get("formationKey"))
+        if is_operation(answer):
+            emit_submitted(answer, opts.output)
+        else:
+            emit_receipt(answer, opts.output, body.get("formationKey"))
 
     return form
 

@@ -213,6 +213,16 @@ def check_billing(billing: EnterpriseBilling) -> EnterpriseBilling:
     return billing
 
 
+def check_default_plan(plan: Plan) -> Plan:
+    """A plan enterprises without settings can have: any but the trial, which needs dates."""
+    if plan is Plan.TRIAL:
+        raise InvalidArgument(
+            "the default plan cannot be the trial, which needs start and end dates",
+            field="defaultPlan",
+        )
+    return plan
+
+
 # Periods.
 
 

@@ -39,6 +39,7 @@ from jennah.ports.operations import (
     ClaimOutcome,
     FormationOperation,
     OperationError,
+    OperationState,
     OperationStore,
     new_operation_id,
 )
@@ -65,6 +66,9 @@ OPERATION_KEY_PREFIX = "jennah.operation/"
 # Transient failures: the worker gives the operation back and the queue retries it.
 TRANSIENT = (errors.Unavailable,)
 OPERATION_NAME_PREFIX = "operations/"
+# An attempt whose lease ran out and was claimed by another worker: it writes nothing and
+# leaves the operation to its new holder.
+TAKEN_OVER = "FORMATION_TAKEN_OVER"
 
 
 class OperationRequest(BaseModel):
@@ -233,6 +237,32 @@ def result(operation: FormationOperation) -> FormationReceipt:
     )
 
 
+def replayed_operation(
+    receipt: FormationReceipt,
+    command: FormationCommand,
+    caller: Caller,
+    operations: OperationStore,
+    now: datetime,
+) -> FormationOperation:
+    """A done operation holding a replayed receipt, for an asynchronous request whose
+    formationKey was committed: the answer is an operation either way."""
+    operation = FormationOperation(
+        operation_id=new_operation_id(),
+        enterprise_id=caller.enterprise_id,
+        scope_id=command.scope.scope_id,
+        caller=caller.principal,
+        state=OperationState.SUCCEEDED,
+        request_json="{}",  # nothing to run
+        formation_key=command.formation_key,
+        receipt_json=receipt.model_dump_json(),
+        create_time=now,
+        update_time=now,
+        expire_time=now + RETENTION,
+    )
+    operations.create(operation)
+    return operation
+
+
 # The worker.
 
 
@@ -249,6 +279,10 @@ def work(
     if claim.outcome is ClaimOutcome.BUSY:
         return Outcome.RETRY
     if claim.outcome is not ClaimOutcome.CLAIMED or claim.operation is None:
+        if claim.operation is not None and claim.operation.state is OperationState.CANCELLED:
+            # cancelled before it ran: nothing else gives its reservation back (idempotent)
+            request = OperationRequest.model_validate_json(claim.operation.request_json)
+            _release(request, claim.operation, deps)
         return Outcome.ACK  # finished, cancelled, or gone: nothing to do
     operation = claim.operation
     try:
@@ -258,6 +292,9 @@ def work(
         operations.release(task.enterprise_id, task.operation_id, worker, deps.now())
         return Outcome.RETRY
     except JennahError as exc:
+        if exc.reason == TAKEN_OVER:  # the worker that holds it now finishes it, not this one
+            log.warning("operation %s: taken over by another worker: %s", task.operation_id, exc)
+            return Outcome.ACK
         operations.finish(task.enterprise_id, task.operation_id, deps.now(), error=error_of(exc))
         return Outcome.ACK
     except Exception:  # a defect: finish the operation rather than retry forever
@@ -297,12 +334,16 @@ def _form(
         if current.lease_owner != worker:
             raise errors.Aborted(
                 "another worker took this formation over; this attempt writes nothing",
-                reason="FORMATION_TAKEN_OVER",
+                reason=TAKEN_OVER,
             )
 
-    receipt = metered_formation.run_admitted(
-        prepared, admitted, caller, deps, FormationUsage(), before_commit=before_commit
-    )
+    try:
+        receipt = metered_formation.run_admitted(
+            prepared, admitted, caller, deps, FormationUsage(), before_commit=before_commit
+        )
+    finally:
+        if admitted is not request.admitted:  # an earlier attempt may have died holding it
+            _release(request, operation, deps)
     return _public(receipt)
 
 

@@ -86,8 +86,11 @@ class SpannerUsageLedger:
         *,
         timeout_seconds: float = 30.0,
         max_groups_per_fold: int = MAX_GROUPS_PER_FOLD,
+        default_plan: Plan = Plan.FREE,
     ) -> None:
+        """`default_plan`: the plan of an enterprise with no settings stored."""
         self._database = database
+        self._default_plan = billing.check_default_plan(default_plan)
         self._timeout = timeout_seconds
         self._max_groups = max_groups_per_fold
         self._bound = CallBound.of(timeout_seconds)
@@ -105,7 +108,7 @@ class SpannerUsageLedger:
         multiple = billing.check_overage_multiple(multiple)
 
         def change(txn: Any) -> EnterpriseBilling:
-            current = _Reader(txn, self._bound).billing(enterprise_id)
+            current = _Reader(txn, self._bound, self._default_plan).billing(enterprise_id)
             settings = current.model_copy(update={"overage_multiple": multiple})
             _put_billing(txn, settings)
             return settings
@@ -116,7 +119,7 @@ class SpannerUsageLedger:
 
     def admit(self, enterprise_id: str, formation_id: str, at: datetime) -> Admission:
         def decide(txn: Any) -> Admission:
-            reader = _Reader(txn, self._bound)
+            reader = _Reader(txn, self._bound, self._default_plan)
             expired = reader.expired_reservations(enterprise_id, at)
             if expired:
                 txn.delete("formation_reservations", KeySet(keys=expired))  # type: ignore[no-untyped-call]
@@ -136,7 +139,7 @@ class SpannerUsageLedger:
             txn.delete("formation_reservations", keys)
             if record is None:
                 return False
-            return _record(txn, _Reader(txn, self._bound), record)
+            return _record(txn, _Reader(txn, self._bound, self._default_plan), record)
 
         return self._write("settle a formation", settle)
 
@@ -207,7 +210,7 @@ class SpannerUsageLedger:
     def _read_only(self, what: str, function: Callable[[_Reader], _T]) -> _T:
         def read() -> _T:
             with self._database.snapshot(multi_use=True) as snapshot:
-                return function(_Reader(snapshot, self._bound))
+                return function(_Reader(snapshot, self._bound, self._default_plan))
 
         return self._bounded(what, read)
 
@@ -230,9 +233,10 @@ class _Query:
 class _Reader:
     """Reads through a transaction or a multi-use snapshot."""
 
-    def __init__(self, reader: Any, bound: CallBound) -> None:
+    def __init__(self, reader: Any, bound: CallBound, default_plan: Plan) -> None:
         self._reader = reader
         self._bound = bound
+        self._default_plan = default_plan
 
     def execute(self, query: _Query, sql: str) -> list[list[Any]]:
         rows = self._reader.execute_sql(
@@ -247,7 +251,7 @@ class _Reader:
     def billing(self, enterprise_id: str) -> EnterpriseBilling:
         rows = self.read("billing_settings", _BILLING_COLUMNS[:-1], [[enterprise_id]])
         if not rows:
-            return EnterpriseBilling(enterprise_id=enterprise_id)
+            return EnterpriseBilling(enterprise_id=enterprise_id, plan=self._default_plan)
         _, plan, billable, multiple, started, ends = rows[0]
         return EnterpriseBilling(
             enterprise_id=enterprise_id,
@@ -390,7 +394,7 @@ class _Folder:
         self._max_groups = max_groups
 
     def fold(self, txn: Any) -> RollupStep:
-        reader = _Reader(txn, self._bound)
+        reader = _Reader(txn, self._bound, Plan.FREE)  # reads no settings
         start = reader.watermark()
         if start >= self._until:
             return RollupStep(watermark=start, rows_folded=0)

@@ -146,7 +146,9 @@ _RECORD_COLUMNS = (
 class SqliteUsageLedger:
     """UsageLedger on a SQLite file (its tables created if missing)."""
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, *, default_plan: Plan = Plan.FREE) -> None:
+        """`default_plan`: the plan of an enterprise with no settings stored."""
+        self._default_plan = billing.check_default_plan(default_plan)
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._writer = open_connection(self.path)
@@ -166,7 +168,7 @@ class SqliteUsageLedger:
 
     def get_billing(self, enterprise_id: str) -> EnterpriseBilling:
         with self._snapshot() as conn:
-            return _billing(conn, enterprise_id)
+            return _billing(conn, enterprise_id, self._default_plan)
 
     def put_billing(self, settings: EnterpriseBilling) -> None:
         billing.check_billing(settings)
@@ -176,7 +178,7 @@ class SqliteUsageLedger:
     def set_overage_multiple(self, enterprise_id: str, multiple: float) -> EnterpriseBilling:
         multiple = billing.check_overage_multiple(multiple)
         with self._write_lock, self._transaction() as conn:
-            settings = _billing(conn, enterprise_id).model_copy(
+            settings = _billing(conn, enterprise_id, self._default_plan).model_copy(
                 update={"overage_multiple": multiple}
             )
             _put_billing(conn, settings)
@@ -191,7 +193,7 @@ class SqliteUsageLedger:
                 "DELETE FROM formation_reservations WHERE enterprise_id = ? AND expires_at <= ?",
                 (enterprise_id, at_us),
             )
-            settings = _billing(conn, enterprise_id)
+            settings = _billing(conn, enterprise_id, self._default_plan)
             period = billing.allowance_period(settings, at)
             used = _used(conn, enterprise_id, period.start, period.end)
             in_progress = _in_progress(conn, enterprise_id, at_us, formation_id)
@@ -216,7 +218,7 @@ class SqliteUsageLedger:
 
     def snapshot(self, enterprise_id: str, at: datetime) -> BillingSnapshot:
         with self._snapshot() as conn:
-            settings = _billing(conn, enterprise_id)
+            settings = _billing(conn, enterprise_id, self._default_plan)
             period = billing.allowance_period(settings, at)
             return BillingSnapshot(
                 billing=settings,
@@ -302,14 +304,14 @@ def _micros(delta: timedelta) -> int:
     return delta // timedelta(microseconds=1)
 
 
-def _billing(conn: Connection, enterprise_id: str) -> EnterpriseBilling:
+def _billing(conn: Connection, enterprise_id: str, default_plan: Plan) -> EnterpriseBilling:
     row: Row | None = conn.execute(
         "SELECT plan, billable, overage_multiple, trial_started_at, trial_ends_at "
         "FROM billing_settings WHERE enterprise_id = ?",
         (enterprise_id,),
     ).fetchone()
     if row is None:
-        return EnterpriseBilling(enterprise_id=enterprise_id)
+        return EnterpriseBilling(enterprise_id=enterprise_id, plan=default_plan)
     return EnterpriseBilling(
         enterprise_id=enterprise_id,
         plan=Plan(row["plan"]),
