@@ -317,6 +317,7 @@ def build_tasks(settings: Settings, container: Container) -> TaskQueue:
 
         return make_queue(settings)
     from jennah.adapters.local_queue import LocalTaskQueue
+    from jennah.api import logs
     from jennah.services import formation_operations
 
     sweep = _sweeper(container)
@@ -328,6 +329,7 @@ def build_tasks(settings: Settings, container: Container) -> TaskQueue:
             container.operations,
             formation_operations.worker_id(),
             lease=timedelta(seconds=settings.operation_lease_seconds),
+            report=logs.log_formation,
         )
         sweep()
         return outcome is formation_operations.Outcome.ACK

@@ -15,7 +15,7 @@ from collections.abc import Callable
 
 import flask
 
-from jennah.api import dto, logs
+from jennah.api import dto
 from jennah.api.errors import error_response
 from jennah.api.handlers import Call, Reply
 from jennah.bootstrap import formation_deps
@@ -60,7 +60,6 @@ def form(call: Call) -> Reply:
     done = formation_operations.wait(
         container.operations, submitted, container.now, client_gone=client_gone_probe()
     )
-    _log_formation(done)
     return Reply(receipt_out(formation_operations.result(done)))
 
 
@@ -155,39 +154,6 @@ def form_command(call: Call) -> FormationCommand:
         vocabulary=None if resolved is None else to_data(resolved),
         deadline_seconds=container.settings.model_call_timeout_seconds,
     )
-
-
-def _log_formation(operation: FormationOperation) -> None:
-    """One line per formation the form function answered: its outcome, never its content."""
-    receipt = operation.receipt_json and FormationReceipt.model_validate_json(
-        operation.receipt_json
-    )
-    fields: dict[str, object] = {
-        "operation": formation_operations.operation_name(operation.operation_id),
-        "enterprise": operation.enterprise_id,
-        "scope": operation.scope_id,
-        "caller": operation.caller,
-        "formationKey": operation.formation_key,
-        "state": operation.state.value,
-        "attempts": operation.attempts,
-        "durationSeconds": round(
-            (operation.update_time - operation.create_time).total_seconds(), 3
-        ),
-    }
-    if receipt:
-        decisions: dict[str, int] = {}
-        for candidate in receipt.candidates:
-            decisions[candidate.decision.value] = decisions.get(candidate.decision.value, 0) + 1
-        fields |= {
-            "decisions": decisions,
-            "inputTokens": receipt.input_tokens,
-            "outputTokens": receipt.output_tokens,
-            "units": receipt.formation_units,
-            "replay": receipt.replay,
-        }
-    if operation.error is not None:
-        fields |= {"errorCode": operation.error.code, "errorReason": operation.error.reason}
-    logs.log("INFO", f"formation {operation.state.value.lower()}", formation=fields)
 
 
 def receipt_out(receipt: FormationReceipt) -> dto.FormResponse:

@@ -41,6 +41,7 @@ def form_worker(request: flask.Request, container: Container) -> flask.Response:
             container.operations,
             formation_operations.worker_id(),
             lease=timedelta(seconds=container.settings.operation_lease_seconds),
+            report=logs.log_formation,
         )
     except (Unavailable, Aborted) as err:  # the operations store: transient
         logs.log("WARNING", f"form-worker: {err.status}: {err.message}; the queue retries")

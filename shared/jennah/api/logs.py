@@ -11,6 +11,10 @@ import sys
 import traceback
 from contextvars import ContextVar
 
+from jennah.domain.formation import FormationReceipt
+from jennah.ports.operations import FormationOperation, OperationState
+from jennah.services.formation.usage import FormationUsage
+
 TRACE_FIELD = "logging.googleapis.com/trace"
 _trace: ContextVar[str | None] = ContextVar("jennah_trace", default=None)
 
@@ -44,3 +48,36 @@ def log_exception(message: str, exc: BaseException, **fields: object) -> None:
     """An ERROR entry carrying the stack trace (for Error Reporting), never sent to callers."""
     stack = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
     log("ERROR", f"{message}\n{stack}", **fields)
+
+
+def log_formation(operation: FormationOperation, usage: FormationUsage) -> None:
+    """One line per finished formation: its operation, key, decisions, tokens, units and
+    duration; never its conversation or the memory it formed."""
+    fields: dict[str, object] = {
+        "operation": f"operations/{operation.operation_id}",
+        "enterprise": operation.enterprise_id,
+        "scope": operation.scope_id,
+        "caller": operation.caller,
+        "formationKey": operation.formation_key,
+        "state": operation.state.value,
+        "attempts": operation.attempts,
+        "modelCalls": usage.model_calls,
+        "inputTokens": usage.input_tokens,
+        "outputTokens": usage.output_tokens,
+        "units": usage.units,
+        "model": usage.model or None,
+        "durationSeconds": round(
+            (operation.update_time - operation.create_time).total_seconds(), 3
+        ),
+    }
+    if operation.receipt_json is not None:
+        receipt = FormationReceipt.model_validate_json(operation.receipt_json)
+        decisions: dict[str, int] = {}
+        for candidate in receipt.candidates:
+            name = candidate.decision.value
+            decisions[name] = decisions.get(name, 0) + 1
+        fields |= {"decisions": decisions, "replay": receipt.replay}
+    if operation.error is not None:
+        fields |= {"errorCode": operation.error.code, "errorReason": operation.error.reason}
+    severity = "WARNING" if operation.state is OperationState.FAILED else "INFO"
+    log(severity, f"formation {operation.state.value.lower()}", formation=fields)
