@@ -29,8 +29,10 @@ locals {
       invoker     = null
       memory      = "512Mi"
       cpu         = "1"
-      # The 30-minute formation ceiling: the request waits on the operation for up to 1800 s.
-      timeout       = 1800
+      # The 30-minute formation ceiling: the request waits on the operation for up to 1800 s and
+      # then answers DEADLINE_EXCEEDED itself (cancelling it); the platform's bound is a minute
+      # later, so the client gets that answer rather than a dropped connection.
+      timeout       = 1860
       min_instances = 0
       max_instances = 20
       # Waiting requests are idle (polling the operation), so one instance holds many.

@@ -1,4 +1,5 @@
-"""Connections to the SQLite file: pysqlite3 with sqlite-vec loaded, WAL, a pool.
+"""Connections to the SQLite file: pysqlite3 with sqlite-vec loaded, WAL, a pool,
+and `ControlFile`, the plumbing the control stores share.
 
 The standard library's `sqlite3` on this platform cannot load extensions, so
 the adapter uses `pysqlite3` (its own SQLite build, extension loading on).
@@ -8,7 +9,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -106,3 +107,52 @@ def immediate_transaction(conn: Connection, store: str) -> Iterator[Connection]:
         if conn.in_transaction:
             conn.execute("ROLLBACK")
         raise
+
+
+class ControlFile:
+    """One SQLite file a control store writes through one connection and reads
+    through a pool of connections.
+
+    Writes are serialized by a lock, each in one BEGIN IMMEDIATE transaction;
+    reads never block the writer (WAL). `ddl` (statements separated by ";") is
+    run in one transaction on open, so it must be idempotent (IF NOT EXISTS).
+    `store` names the store in its errors.
+    """
+
+    def __init__(self, path: str | Path, store: str, ddl: str = "") -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._store = store
+        self._writer = open_connection(self.path)
+        self._write_lock = threading.Lock()
+        with self.transaction() as conn:
+            for statement in ddl.split(";"):
+                if statement.strip():
+                    conn.execute(statement)
+        self._pool = ConnectionPool(self.path)
+
+    @contextmanager
+    def transaction(self) -> Iterator[Connection]:
+        """One write transaction on the writer, under the write lock (not reentrant)."""
+        with self._write_lock, immediate_transaction(self._writer, self._store) as conn:
+            yield conn
+
+    def reader(self) -> AbstractContextManager[Connection]:
+        """A pooled connection in autocommit: each statement reads committed state."""
+        return self._pool.connection()
+
+    @contextmanager
+    def snapshot(self) -> Iterator[Connection]:
+        """A pooled connection in one read transaction: every read inside sees the same
+        committed state."""
+        with self._pool.connection() as conn:
+            conn.execute("BEGIN")
+            try:
+                yield conn
+            finally:
+                conn.execute("COMMIT")
+
+    def close(self) -> None:
+        with self._write_lock:
+            self._pool.close()
+            self._writer.close()

@@ -14,24 +14,16 @@ block the writer, and the busy timeout covers other processes' writes).
 from __future__ import annotations
 
 import json
-import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from jennah.adapters.sqlite.connection import (
-    ConnectionPool,
-    IntegrityError,
-    immediate_transaction,
-    open_connection,
-)
+from jennah.adapters.sqlite.connection import ControlFile, IntegrityError
 from jennah.domain.access import ApiKey, Enterprise, Role, RoleBinding, User
 from jennah.errors import AlreadyExists
 
 if TYPE_CHECKING:
-    from sqlite3 import Connection, Row
+    from sqlite3 import Row
 
 _TABLES = """
 CREATE TABLE IF NOT EXISTS enterprises (
@@ -96,24 +88,15 @@ class SqliteIdentityStore:
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._writer = open_connection(self.path)
-        self._write_lock = threading.Lock()
-        with self._write_lock, self._transaction() as conn:
-            for statement in _TABLES.split(";"):
-                if statement.strip():
-                    conn.execute(statement)
-        self._pool = ConnectionPool(self.path)
+        self._file = ControlFile(self.path, "identity store", _TABLES)
 
     def close(self) -> None:
-        with self._write_lock:
-            self._pool.close()
-            self._writer.close()
+        self._file.close()
 
     # enterprises
 
     def create_enterprise(self, enterprise: Enterprise) -> None:
-        with self._write_lock, self._transaction() as conn:
+        with self._file.transaction() as conn:
             try:
                 conn.execute(
                     "INSERT INTO enterprises (enterprise_id, display_name, created_at) "
@@ -147,7 +130,7 @@ class SqliteIdentityStore:
 
     def put_user(self, user: User) -> None:
         """Create or replace; AlreadyExists when the principal belongs to another enterprise."""
-        with self._write_lock, self._transaction() as conn:
+        with self._file.transaction() as conn:
             written = conn.execute(
                 "INSERT INTO users (principal, enterprise_id, token_hash, created_at) "
                 "VALUES (?, ?, ?, ?) ON CONFLICT (principal) DO UPDATE SET "
@@ -176,7 +159,7 @@ class SqliteIdentityStore:
     # API keys
 
     def create_api_key(self, key: ApiKey) -> None:
-        with self._write_lock, self._transaction() as conn:
+        with self._file.transaction() as conn:
             try:
                 conn.execute(
                     f"INSERT INTO api_keys ({_API_KEY_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
@@ -207,7 +190,7 @@ class SqliteIdentityStore:
 
     def revoke_api_key(self, enterprise_id: str, key_id: str, at: datetime) -> ApiKey | None:
         """Set revoked_at (kept if already set); None when the enterprise has no such key."""
-        with self._write_lock, self._transaction() as conn:
+        with self._file.transaction() as conn:
             conn.execute(
                 "UPDATE api_keys SET revoked_at = ? "
                 "WHERE enterprise_id = ? AND key_id = ? AND revoked_at IS NULL",
@@ -222,7 +205,7 @@ class SqliteIdentityStore:
     # role bindings
 
     def put_binding(self, binding: RoleBinding) -> None:
-        with self._write_lock, self._transaction() as conn:
+        with self._file.transaction() as conn:
             conn.execute(
                 f"INSERT OR REPLACE INTO role_bindings ({_BINDING_COLUMNS}) VALUES (?, ?, ?, ?, ?)",
                 (
@@ -235,7 +218,7 @@ class SqliteIdentityStore:
             )
 
     def delete_binding(self, enterprise_id: str, principal: str, role: Role) -> bool:
-        with self._write_lock, self._transaction() as conn:
+        with self._file.transaction() as conn:
             deleted = conn.execute(
                 "DELETE FROM role_bindings WHERE enterprise_id = ? AND principal = ? AND role = ?",
                 (enterprise_id, principal, role.value),
@@ -253,19 +236,13 @@ class SqliteIdentityStore:
 
     # plumbing
 
-    @contextmanager
-    def _transaction(self) -> Iterator[Connection]:
-        """One transaction on the writer; the caller holds the write lock."""
-        with immediate_transaction(self._writer, "identity store") as conn:
-            yield conn
-
     def _read_one(self, query: str, params: tuple[Any, ...]) -> Row | None:
-        with self._pool.connection() as conn:
+        with self._file.reader() as conn:
             row: Row | None = conn.execute(query, params).fetchone()
             return row
 
     def _read_all(self, query: str, params: tuple[Any, ...]) -> list[Row]:
-        with self._pool.connection() as conn:
+        with self._file.reader() as conn:
             return list(conn.execute(query, params).fetchall())
 
 

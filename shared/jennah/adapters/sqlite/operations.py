@@ -15,20 +15,12 @@ processes (SQLite's write lock). Reads use pooled connections (WAL).
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from jennah.adapters.sqlite.codec import from_micros, required_datetime, required_micros, to_micros
-from jennah.adapters.sqlite.connection import (
-    ConnectionPool,
-    IntegrityError,
-    immediate_transaction,
-    open_connection,
-)
+from jennah.adapters.sqlite.connection import ControlFile, IntegrityError
 from jennah.errors import AlreadyExists
 from jennah.ports.operations import (
     Claim,
@@ -96,23 +88,15 @@ class SqliteOperationStore:
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._writer = open_connection(self.path)
-        self._write_lock = threading.Lock()
-        with self._transaction() as conn:
-            for statement in _TABLE.split(";"):
-                conn.execute(statement)
-        self._pool = ConnectionPool(self.path)
+        self._file = ControlFile(self.path, "operation store", _TABLE)
 
     def close(self) -> None:
-        with self._write_lock:
-            self._pool.close()
-            self._writer.close()
+        self._file.close()
 
     def create(self, operation: FormationOperation) -> None:
         placeholders = ", ".join("?" * len(_COLUMNS.split(", ")))
         try:
-            with self._transaction() as conn:
+            with self._file.transaction() as conn:
                 conn.execute(
                     f"INSERT INTO formation_operations ({_COLUMNS}) VALUES ({placeholders})",
                     _values(operation),
@@ -124,13 +108,13 @@ class SqliteOperationStore:
             ) from exc
 
     def get(self, enterprise_id: str, operation_id: str) -> FormationOperation | None:
-        with self._pool.connection() as conn:
+        with self._file.reader() as conn:
             return _read(conn, enterprise_id, operation_id)
 
     def claim(
         self, enterprise_id: str, operation_id: str, worker: str, now: datetime, lease: timedelta
     ) -> Claim:
-        with self._transaction() as conn:
+        with self._file.transaction() as conn:
             operation = _read(conn, enterprise_id, operation_id)
             claim = after_claim(operation, worker, now, lease)
             _write(conn, operation, claim.operation)
@@ -146,7 +130,7 @@ class SqliteOperationStore:
         error: OperationError | None = None,
     ) -> FormationOperation | None:
         check_outcome(receipt_json, error)
-        with self._transaction() as conn:
+        with self._file.transaction() as conn:
             operation = _read(conn, enterprise_id, operation_id)
             if operation is None:
                 return None
@@ -155,7 +139,7 @@ class SqliteOperationStore:
         return finished
 
     def release(self, enterprise_id: str, operation_id: str, worker: str, now: datetime) -> None:
-        with self._transaction() as conn:
+        with self._file.transaction() as conn:
             operation = _read(conn, enterprise_id, operation_id)
             if operation is not None:
                 _write(conn, operation, after_release(operation, worker, now))
@@ -163,7 +147,7 @@ class SqliteOperationStore:
     def cancel(
         self, enterprise_id: str, operation_id: str, now: datetime
     ) -> FormationOperation | None:
-        with self._transaction() as conn:
+        with self._file.transaction() as conn:
             operation = _read(conn, enterprise_id, operation_id)
             if operation is None:
                 return None
@@ -172,7 +156,7 @@ class SqliteOperationStore:
         return cancelled
 
     def sweep(self, now: datetime, limit: int = 500) -> int:
-        with self._transaction() as conn:
+        with self._file.transaction() as conn:
             deleted: int = conn.execute(
                 "DELETE FROM formation_operations WHERE rowid IN ("
                 "SELECT rowid FROM formation_operations WHERE expire_time <= ? LIMIT ?)",
@@ -181,18 +165,12 @@ class SqliteOperationStore:
         return deleted
 
     def delete_scope(self, enterprise_id: str, scope_id: str) -> int:
-        with self._transaction() as conn:
+        with self._file.transaction() as conn:
             deleted: int = conn.execute(
                 "DELETE FROM formation_operations WHERE enterprise_id = ? AND scope_id = ?",
                 (enterprise_id, scope_id),
             ).rowcount
         return deleted
-
-    @contextmanager
-    def _transaction(self) -> Iterator[Connection]:
-        """One transaction on the writer, under the write lock."""
-        with self._write_lock, immediate_transaction(self._writer, "operation store") as conn:
-            yield conn
 
 
 def _read(conn: Connection, enterprise_id: str, operation_id: str) -> FormationOperation | None:

@@ -22,19 +22,13 @@ connections, each in one read transaction (a consistent WAL snapshot).
 from __future__ import annotations
 
 import json
-import threading
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from jennah.adapters.sqlite.codec import from_micros, required_datetime, required_micros
-from jennah.adapters.sqlite.connection import (
-    ConnectionPool,
-    immediate_transaction,
-    open_connection,
-)
+from jennah.adapters.sqlite.connection import ControlFile
 from jennah.domain import billing
 from jennah.domain.billing import (
     Admission,
@@ -150,34 +144,25 @@ class SqliteUsageLedger:
         """`default_plan`: the plan of an enterprise with no settings stored."""
         self._default_plan = billing.check_default_plan(default_plan)
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._writer = open_connection(self.path)
-        self._write_lock = threading.Lock()
-        with self._write_lock, self._transaction() as conn:
-            for statement in _TABLES.split(";"):
-                if statement.strip():
-                    conn.execute(statement)
-        self._pool = ConnectionPool(self.path)
+        self._file = ControlFile(self.path, "usage ledger", _TABLES)
 
     def close(self) -> None:
-        with self._write_lock:
-            self._pool.close()
-            self._writer.close()
+        self._file.close()
 
     # billing settings
 
     def get_billing(self, enterprise_id: str) -> EnterpriseBilling:
-        with self._snapshot() as conn:
+        with self._file.snapshot() as conn:
             return _billing(conn, enterprise_id, self._default_plan)
 
     def put_billing(self, settings: EnterpriseBilling) -> None:
         billing.check_billing(settings)
-        with self._write_lock, self._transaction() as conn:
+        with self._file.transaction() as conn:
             _put_billing(conn, settings)
 
     def set_overage_multiple(self, enterprise_id: str, multiple: float) -> EnterpriseBilling:
         multiple = billing.check_overage_multiple(multiple)
-        with self._write_lock, self._transaction() as conn:
+        with self._file.transaction() as conn:
             settings = _billing(conn, enterprise_id, self._default_plan).model_copy(
                 update={"overage_multiple": multiple}
             )
@@ -188,7 +173,7 @@ class SqliteUsageLedger:
 
     def admit(self, enterprise_id: str, formation_id: str, at: datetime) -> Admission:
         at_us = required_micros(at)
-        with self._write_lock, self._transaction() as conn:
+        with self._file.transaction() as conn:
             conn.execute(
                 "DELETE FROM formation_reservations WHERE enterprise_id = ? AND expires_at <= ?",
                 (enterprise_id, at_us),
@@ -202,7 +187,7 @@ class SqliteUsageLedger:
         return admission
 
     def settle(self, enterprise_id: str, formation_id: str, record: UsageRecord | None) -> bool:
-        with self._write_lock, self._transaction() as conn:
+        with self._file.transaction() as conn:
             conn.execute(
                 "DELETE FROM formation_reservations WHERE enterprise_id = ? AND formation_id = ?",
                 (enterprise_id, formation_id),
@@ -212,12 +197,12 @@ class SqliteUsageLedger:
     def record_many(self, records: Sequence[UsageRecord]) -> int:
         """Add records straight to the ledger in one transaction (no reservations):
         for loading and benchmarks. Returns how many were new."""
-        with self._write_lock, self._transaction() as conn:
+        with self._file.transaction() as conn:
             watermark = _watermark(conn)
             return sum(_record(conn, record, watermark) for record in records)
 
     def snapshot(self, enterprise_id: str, at: datetime) -> BillingSnapshot:
-        with self._snapshot() as conn:
+        with self._file.snapshot() as conn:
             settings = _billing(conn, enterprise_id, self._default_plan)
             period = billing.allowance_period(settings, at)
             return BillingSnapshot(
@@ -246,7 +231,7 @@ class SqliteUsageLedger:
             "spans": _spans_json(spans),
             "grouped_by": grouping_for(group_by, filters),
         }
-        with self._snapshot() as conn:
+        with self._file.snapshot() as conn:
             params["watermark"] = _watermark(conn)
             rows = conn.execute(_totals_sql(key, where), params).fetchall()
         return [
@@ -263,7 +248,7 @@ class SqliteUsageLedger:
 
     def fold(self, until: datetime, window: timedelta) -> RollupStep:
         until_us = required_micros(until)
-        with self._write_lock, self._transaction() as conn:
+        with self._file.transaction() as conn:
             start = _watermark(conn)
             if start >= until_us:
                 return RollupStep(watermark=required_datetime(start), rows_folded=0)
@@ -280,24 +265,6 @@ class SqliteUsageLedger:
                 (_ROLLUP, end),
             )
         return RollupStep(watermark=required_datetime(end), rows_folded=folded)
-
-    # plumbing
-
-    @contextmanager
-    def _transaction(self) -> Iterator[Connection]:
-        """One write transaction on the writer; the caller holds the write lock."""
-        with immediate_transaction(self._writer, "usage ledger") as conn:
-            yield conn
-
-    @contextmanager
-    def _snapshot(self) -> Iterator[Connection]:
-        """One read transaction: every read inside sees the same committed state."""
-        with self._pool.connection() as conn:
-            conn.execute("BEGIN")
-            try:
-                yield conn
-            finally:
-                conn.execute("COMMIT")
 
 
 def _micros(delta: timedelta) -> int:

@@ -13,22 +13,12 @@ one connection under a lock; reads use pooled connections (WAL).
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-from jennah.adapters.sqlite.connection import (
-    ConnectionPool,
-    immediate_transaction,
-    open_connection,
-)
+from jennah.adapters.sqlite.connection import ControlFile
 from jennah.domain.vocabulary import Declaration, Vocabulary
-
-if TYPE_CHECKING:
-    from sqlite3 import Connection
 
 _TABLE = """
 CREATE TABLE IF NOT EXISTS vocabularies (
@@ -61,21 +51,14 @@ class SqliteVocabularyStore:
 
     def __init__(self, path: str | Path, *, clock: Callable[[], datetime] = _utc_now) -> None:
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
         self._clock = clock
-        self._writer = open_connection(self.path)
-        self._write_lock = threading.Lock()
-        with self._transaction() as conn:
-            conn.execute(_TABLE)
-        self._pool = ConnectionPool(self.path)
+        self._file = ControlFile(self.path, "vocabulary store", _TABLE)
 
     def close(self) -> None:
-        with self._write_lock:
-            self._pool.close()
-            self._writer.close()
+        self._file.close()
 
     def get(self, enterprise_id: str, scope_id: str | None) -> Declaration | None:
-        with self._pool.connection() as conn:
+        with self._file.reader() as conn:
             row = conn.execute(
                 "SELECT vocabulary, update_time FROM vocabularies "
                 "WHERE enterprise_id = ? AND scope_id = ?",
@@ -91,7 +74,7 @@ class SqliteVocabularyStore:
     def put(self, enterprise_id: str, scope_id: str | None, vocabulary: Vocabulary) -> Declaration:
         level = _level(scope_id)
         stamp = self._clock().astimezone(UTC)
-        with self._transaction() as conn:
+        with self._file.transaction() as conn:
             conn.execute(
                 "INSERT OR REPLACE INTO vocabularies "
                 "(enterprise_id, scope_id, vocabulary, update_time) VALUES (?, ?, ?, ?)",
@@ -105,7 +88,7 @@ class SqliteVocabularyStore:
         return Declaration(vocabulary=vocabulary, update_time=stamp)
 
     def delete(self, enterprise_id: str, scope_id: str | None) -> bool:
-        with self._transaction() as conn:
+        with self._file.transaction() as conn:
             deleted = conn.execute(
                 "DELETE FROM vocabularies WHERE enterprise_id = ? AND scope_id = ?",
                 (enterprise_id, _level(scope_id)),
@@ -114,9 +97,3 @@ class SqliteVocabularyStore:
 
     def delete_scope(self, enterprise_id: str, scope_id: str) -> None:
         self.delete(enterprise_id, scope_id)
-
-    @contextmanager
-    def _transaction(self) -> Iterator[Connection]:
-        """One transaction on the writer, under the write lock."""
-        with self._write_lock, immediate_transaction(self._writer, "vocabulary store") as conn:
-            yield conn
