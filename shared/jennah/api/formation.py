@@ -1,10 +1,12 @@
-"""Handlers of memory:form and of the execution-log steps it writes.
+"""Handlers of memory:form, of its operations and of the execution-log steps it writes.
 
 `jennah.api.routes` has authenticated the caller and opened the agent workspace
 (`Access.open_scope`: agent.memory:form with create for memory:form,
-agent.memory:query for a step) before these run; errors from the formation
-service go through `jennah.api.errors` like every other. A formation uses the
-memory vocabulary resolved for the workspace when it starts.
+agent.memory:query for a step; an operation's workspace is opened here) before
+these run; errors go through `jennah.api.errors` like every other. memory:form
+queues an operation (`services.formation_operations`) and waits for it, or
+answers it at once with "async"; a formation uses the memory vocabulary
+resolved for the workspace when the request arrives.
 """
 
 from __future__ import annotations

@@ -8,9 +8,8 @@ gives its per-call output bound); then the model calls and the commit
 (`formation.run`); and settlement in every case, so a formation that reached the
 model records its tokens and units even when it then failed.
 
-The synchronous path (`form`) does all four in one process. The operations
-path (issue 7) splits them: `admit` in the `form` function, `run_admitted` in
-the `form-worker` function.
+`formation_operations` splits them across functions: prepare and `admit` in
+the `form` function, `run_admitted` in the `form-worker` function.
 """
 
 from __future__ import annotations
@@ -27,7 +26,7 @@ from jennah.ports.store import MemoryStore
 from jennah.ports.usage import UsageLedger
 from jennah.services import formation
 from jennah.services.billing import AdmittedFormation, admit_formation, settle_formation
-from jennah.services.formation import FormationCommand, FormationUsage, PreparedFormation
+from jennah.services.formation import FormationUsage, PreparedFormation
 
 
 @dataclasses.dataclass(frozen=True)
@@ -88,14 +87,3 @@ def run_admitted(
         )
     return receipt
 
-
-def form(
-    command: FormationCommand, caller: Caller, deps: FormationDeps, usage: FormationUsage
-) -> FormationReceipt:
-    """One metered formation, synchronously; `usage` accumulates what it spends (nothing
-    for a replay). `command.input_token_cap` should be the plan's (`input_token_cap`)."""
-    prepared = formation.prepare(command, deps.store, deps.now())
-    if isinstance(prepared, FormationReceipt):
-        return prepared
-    bounded, admitted = admit(prepared, caller, deps)
-    return run_admitted(bounded, admitted, caller, deps, usage)
