@@ -467,7 +467,7 @@ def test_wait_returns_the_operation_once_done(world: World) -> None:
 
     done = ops.wait(world.operations, operation, world.clock, sleep=sleep)
     assert done.state is OperationState.SUCCEEDED and ops.result(done).candidates
-    assert slept == pytest.approx([0.01, 0.015, 0.0225])  # backing off
+    assert slept == pytest.approx([0.002, 0.003, 0.0045])  # backing off
 
 
 def test_a_client_that_goes_away_cancels_the_operation(world: World) -> None:

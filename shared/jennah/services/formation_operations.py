@@ -205,7 +205,7 @@ def wait(
     DEADLINE_EXCEEDED naming the ceiling; its worker writes nothing.
     """
     deadline = time.monotonic() + timeout.total_seconds()
-    interval = 0.01
+    interval = 0.002  # a fast formation answers in milliseconds; slow ones poll at most 2 per s
     enterprise_id, operation_id = operation.enterprise_id, operation.operation_id
     while True:
         current = operations.get(enterprise_id, operation_id)
