@@ -14,10 +14,11 @@ block the writer, and the busy timeout covers other processes' writes).
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime, timedelta
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from jennah.adapters.sqlite.codec import from_micros, to_micros
 from jennah.adapters.sqlite.connection import ControlFile, IntegrityError
 from jennah.domain.access import ApiKey, Enterprise, Role, RoleBinding, User
 from jennah.errors import AlreadyExists
@@ -67,21 +68,6 @@ _API_KEY_COLUMNS = (
 )
 _BINDING_COLUMNS = "enterprise_id, principal, role, agent_selectors, subject_selectors"
 
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-_MICROSECOND = timedelta(microseconds=1)
-
-
-def _micros(value: datetime | None) -> int | None:
-    if value is None:
-        return None
-    if value.tzinfo is None:
-        value = value.replace(tzinfo=UTC)
-    return (value - _EPOCH) // _MICROSECOND
-
-
-def _datetime(value: int | None) -> datetime | None:
-    return None if value is None else _EPOCH + timedelta(microseconds=value)
-
 
 class SqliteIdentityStore:
     """IdentityStore on a SQLite file (its control tables created if missing)."""
@@ -104,7 +90,7 @@ class SqliteIdentityStore:
                     (
                         enterprise.enterprise_id,
                         enterprise.display_name,
-                        _micros(enterprise.created_at),
+                        to_micros(enterprise.created_at),
                     ),
                 )
             except IntegrityError as exc:
@@ -123,7 +109,7 @@ class SqliteIdentityStore:
         return Enterprise(
             enterprise_id=row["enterprise_id"],
             display_name=row["display_name"],
-            created_at=_datetime(row["created_at"]),
+            created_at=from_micros(row["created_at"]),
         )
 
     # users
@@ -136,7 +122,7 @@ class SqliteIdentityStore:
                 "VALUES (?, ?, ?, ?) ON CONFLICT (principal) DO UPDATE SET "
                 "token_hash = excluded.token_hash, created_at = excluded.created_at "
                 "WHERE users.enterprise_id = excluded.enterprise_id",
-                (user.principal, user.enterprise_id, user.token_hash, _micros(user.created_at)),
+                (user.principal, user.enterprise_id, user.token_hash, to_micros(user.created_at)),
             ).rowcount
             if written == 0:
                 raise _principal_taken(user.principal)
@@ -153,7 +139,7 @@ class SqliteIdentityStore:
             enterprise_id=row["enterprise_id"],
             principal=row["principal"],
             token_hash=row["token_hash"],
-            created_at=_datetime(row["created_at"]),
+            created_at=from_micros(row["created_at"]),
         )
 
     # API keys
@@ -169,9 +155,9 @@ class SqliteIdentityStore:
                         key.secret_hash,
                         key.display_name,
                         key.created_by,
-                        _micros(key.created_at),
-                        _micros(key.expire_time),
-                        _micros(key.revoked_at),
+                        to_micros(key.created_at),
+                        to_micros(key.expire_time),
+                        to_micros(key.revoked_at),
                     ),
                 )
             except IntegrityError as exc:
@@ -194,7 +180,7 @@ class SqliteIdentityStore:
             conn.execute(
                 "UPDATE api_keys SET revoked_at = ? "
                 "WHERE enterprise_id = ? AND key_id = ? AND revoked_at IS NULL",
-                (_micros(at), enterprise_id, key_id),
+                (to_micros(at), enterprise_id, key_id),
             )
             row = conn.execute(
                 f"SELECT {_API_KEY_COLUMNS} FROM api_keys WHERE enterprise_id = ? AND key_id = ?",
@@ -251,7 +237,7 @@ def _principal_taken(principal: str) -> AlreadyExists:
 
 
 def _api_key(row: Row) -> ApiKey:
-    created_at = _datetime(row["created_at"])
+    created_at = from_micros(row["created_at"])
     assert created_at is not None
     return ApiKey(
         enterprise_id=row["enterprise_id"],
@@ -260,8 +246,8 @@ def _api_key(row: Row) -> ApiKey:
         display_name=row["display_name"],
         created_by=row["created_by"],
         created_at=created_at,
-        expire_time=_datetime(row["expire_time"]),
-        revoked_at=_datetime(row["revoked_at"]),
+        expire_time=from_micros(row["expire_time"]),
+        revoked_at=from_micros(row["revoked_at"]),
     )
 
 

@@ -14,9 +14,10 @@ one connection under a lock; reads use pooled connections (WAL).
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 
+from jennah.adapters.sqlite.codec import from_micros, required_micros
 from jennah.adapters.sqlite.connection import ControlFile
 from jennah.domain.vocabulary import Declaration, Vocabulary
 
@@ -31,9 +32,6 @@ CREATE TABLE IF NOT EXISTS vocabularies (
 """
 
 ENTERPRISE_LEVEL = ""
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-_MICROSECOND = timedelta(microseconds=1)
-
 
 def _utc_now() -> datetime:
     return datetime.now(UTC)
@@ -68,7 +66,7 @@ class SqliteVocabularyStore:
             return None
         return Declaration(
             vocabulary=Vocabulary.model_validate_json(row["vocabulary"]),
-            update_time=_EPOCH + row["update_time"] * _MICROSECOND,
+            update_time=from_micros(row["update_time"]),
         )
 
     def put(self, enterprise_id: str, scope_id: str | None, vocabulary: Vocabulary) -> Declaration:
@@ -82,7 +80,7 @@ class SqliteVocabularyStore:
                     enterprise_id,
                     level,
                     vocabulary.model_dump_json(),
-                    (stamp - _EPOCH) // _MICROSECOND,
+                    required_micros(stamp),
                 ),
             )
         return Declaration(vocabulary=vocabulary, update_time=stamp)
