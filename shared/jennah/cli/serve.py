@@ -34,8 +34,11 @@ DEFAULT_PORT = 8080
     JENNAH_STORE (sqlite, the default, at <data-dir>/memory.db; or spanner) and
     JENNAH_EMBEDDER (minilm, the default; or hashing for fast tests), the model
     memory:form uses from JENNAH_FORMATION_MODEL (rules, the default: offline and
-    deterministic; or vertex, Gemini on Vertex AI with JENNAH_VERTEX_PROJECT). --host and
-    --port default to those of JENNAH_ENDPOINT (http://127.0.0.1:8080).
+    deterministic; or vertex, Gemini on Vertex AI with JENNAH_VERTEX_PROJECT). Formations
+    run as operations on a pool of JENNAH_LOCAL_FORM_WORKERS threads (4), as the
+    form-worker function runs them in production. The local enterprise is on the
+    Enterprise plan. --host and --port default to those of JENNAH_ENDPOINT
+    (http://127.0.0.1:8080).
 
     \b
     Example:
