@@ -39,6 +39,7 @@ import pytest
 
 from jennah.ports.operations import FormationOperation, OperationState
 from jennah.ports.tasks import FormationTask
+from tests.support.emulator_process import free_port
 from tests.support.functions_process import DeliveryTap, FunctionProcess, TapDelivery, stop_all
 
 pytestmark = [
@@ -125,7 +126,7 @@ def deployment(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Deployment]
     with contextlib.ExitStack() as stack:
         queue_path = stack.enter_context(cloud_tasks_emulator.new_queue(tasks_client))
         standin = stack.enter_context(VertexStandIn())
-        worker_port = _free_port()
+        worker_port = free_port()
         tap = DeliveryTap(f"http://127.0.0.1:{worker_port}")
         stack.callback(tap.close)
         env = _function_env(
@@ -274,12 +275,6 @@ def _function_env(
         "JENNAH_VERTEX_BASE_URL": vertex_url,
         "JENNAH_DATA_DIR": str(workdir / "data"),
     }
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 @pytest.fixture

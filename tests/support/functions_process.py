@@ -1,11 +1,11 @@
-"""Cloud Functions as real processes for end-to-end tests: `functions-framework` serving
-one function of `functions/` from this checkout, and a tap that records what the Cloud
-Tasks emulator delivers to the form-worker.
+"""Cloud Functions as real processes for tests: `functions-framework` serving one
+function (of `functions/` in this checkout, or of a packaged artifact), and a tap that
+records what the Cloud Tasks emulator delivers to the form-worker.
 
 `FunctionProcess` runs `functions-framework --source functions/<name>/main.py --target
-<target>` on 127.0.0.1 in its own process group (gunicorn's master and its worker), so
-`kill()` ends both at once, as a crashed instance would, and `start()` may bring it back
-on the same port.
+<target>` (or another `source`, `executable` and `cwd`) on 127.0.0.1 in its own process
+group (gunicorn's master and its worker), so `kill()` ends both at once, as a crashed
+instance would, and `start()` may bring it back on the same port.
 
 `DeliveryTap` sits between the emulator and the form-worker (point the queue's worker
 URL at `tap.url`): it forwards each POST unchanged and records the task's operation, its
@@ -47,7 +47,10 @@ def functions_framework() -> str:
 
 
 class FunctionProcess:
-    """One function of `functions/` served by functions-framework on 127.0.0.1:`port`."""
+    """Function `name` served by functions-framework on 127.0.0.1:`port`: by default
+    `functions/<name>/main.py` run from this checkout with the test interpreter's
+    functions-framework; `source`, `cwd` and `executable` serve it from elsewhere (an
+    artifact, with a venv of its own)."""
 
     def __init__(
         self,
@@ -57,11 +60,19 @@ class FunctionProcess:
         log_dir: Path,
         *,
         port: int | None = None,
+        source: Path | None = None,
+        cwd: Path = ROOT,
+        executable: Path | None = None,
+        signature: str | None = None,  # --signature-type; functions-framework's default: http
     ) -> None:
         self.name = name
         self.target = target
         self.env = dict(env)
         self.port = port or free_port()
+        self.source = source or FUNCTIONS / name / "main.py"
+        self.cwd = cwd
+        self.executable = str(executable) if executable else functions_framework()
+        self.signature = signature
         self.log_path = log_dir / f"{name}-{self.port}.log"
         self.process: subprocess.Popen[bytes] | None = None
 
@@ -72,16 +83,17 @@ class FunctionProcess:
     def start(self) -> FunctionProcess:
         """Start the server (without waiting for it: `wait_ready`); its log is appended to."""
         command = [
-            functions_framework(),
-            "--source", str(FUNCTIONS / self.name / "main.py"),
+            self.executable,
+            "--source", str(self.source),
             "--target", self.target,
+            *(["--signature-type", self.signature] if self.signature else []),
             "--host", "127.0.0.1",
             "--port", str(self.port),
         ]  # fmt: skip
         with self.log_path.open("ab") as log:
             self.process = subprocess.Popen(
                 command,
-                cwd=ROOT,
+                cwd=self.cwd,
                 env=self.env,
                 stdin=subprocess.DEVNULL,
                 stdout=log,
