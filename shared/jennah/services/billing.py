@@ -82,12 +82,16 @@ def settle_formation(
     usage: FormationUsage,
     formation_key: str | None,
     now: datetime,
+    attempt: int = 1,
 ) -> UsageRecord | None:
     """Record what the formation spent (when it reached the model) and release its
     reservation; the record, or None when nothing was spent. Call it whether `form`
     returned or raised. `caller` is the principal that formed: an API key is
-    recorded as itself, never as the user who created it."""
-    record = usage_record(admitted, scope_id, caller, usage, formation_key, now)
+    recorded as itself, never as the user who created it. Attempt n > 1 of one
+    admitted formation (a worker retried after a crash) records under
+    "<formation_id>.n", so every attempt that reached the model counts, and still
+    releases the formation's one reservation (settling is idempotent)."""
+    record = usage_record(admitted, scope_id, caller, usage, formation_key, now, attempt)
     ledger.settle(admitted.enterprise_id, admitted.formation_id, record)
     return record
 
@@ -99,6 +103,7 @@ def usage_record(
     usage: FormationUsage,
     formation_key: str | None,
     now: datetime,
+    attempt: int = 1,
 ) -> UsageRecord | None:
     """The ledger row of a formation that reached the model; None when it did not
     (a replay, a refusal, a request out of bounds)."""
@@ -113,7 +118,9 @@ def usage_record(
         input_tokens=usage.input_tokens,
         output_tokens=usage.output_tokens,
         units=usage.units,
-        formation_id=admitted.formation_id,
+        formation_id=(
+            admitted.formation_id if attempt == 1 else f"{admitted.formation_id}.{attempt}"
+        ),
         formation_key=formation_key,
         recorded_at=now,
     )

@@ -160,7 +160,7 @@ def submit(
         operations.create(operation)
         queue.enqueue(FormationTask(enterprise_id=caller.enterprise_id, operation_id=operation_id))
     except JennahError as exc:
-        _abandon(operation, admitted, caller, deps, operations, exc)
+        _abandon(operation, admitted, deps, operations, exc)
         raise errors.Unavailable(
             f"the formation could not be queued ({exc.message}); nothing was spent: retry",
             reason="FORMATION_NOT_QUEUED",
@@ -171,16 +171,12 @@ def submit(
 def _abandon(
     operation: FormationOperation,
     admitted: AdmittedFormation,
-    caller: Caller,
     deps: FormationDeps,
     operations: OperationStore,
     cause: JennahError,
 ) -> None:
     """Release the reservation of an operation that was never queued (best effort)."""
-    settle_formation(
-        deps.ledger, admitted, scope_id=operation.scope_id, caller=caller,
-        usage=FormationUsage(), formation_key=operation.formation_key, now=deps.now(),
-    )  # fmt: skip
+    _release(admitted, operation, deps)
     try:
         operations.finish(
             operation.enterprise_id, operation.operation_id, deps.now(), error=error_of(cause)
@@ -290,7 +286,7 @@ def work(
         if claim.operation is not None and claim.operation.state is OperationState.CANCELLED:
             # cancelled before it ran: nothing else gives its reservation back (idempotent)
             request = OperationRequest.model_validate_json(claim.operation.request_json)
-            _release(request, claim.operation, deps)
+            _release(request.admitted, claim.operation, deps)
         return Outcome.ACK  # finished, cancelled, or gone: nothing to do
     operation = claim.operation
     usage = FormationUsage()
@@ -329,15 +325,11 @@ def _form(
     request = OperationRequest.model_validate_json(operation.request_json)
     prepared = formation.prepare(request.command, deps.store, request.received_at)
     if isinstance(prepared, FormationReceipt):  # committed already: the stored receipt
-        _release(request, operation, deps)
+        _release(request.admitted, operation, deps)
         own_key = (prepared.formation_key or "").startswith(OPERATION_KEY_PREFIX)
         # under the operation's own key, only an earlier attempt of it committed: for its
         # client this is the formation, not a replay
         return _public(prepared.model_copy(update={"replay": False}) if own_key else prepared)
-    admitted = request.admitted
-    if operation.attempts > 1:
-        attempt_id = f"{admitted.formation_id}.{operation.attempts}"
-        admitted = admitted.model_copy(update={"formation_id": attempt_id})
     caller = Caller(enterprise_id=operation.enterprise_id, principal=operation.caller)
 
     def before_commit() -> None:
@@ -350,21 +342,20 @@ def _form(
                 reason=TAKEN_OVER,
             )
 
-    try:
-        receipt = metered_formation.run_admitted(
-            prepared, admitted, caller, deps, usage, before_commit=before_commit
-        )
-    finally:
-        if admitted is not request.admitted:  # an earlier attempt may have died holding it
-            _release(request, operation, deps)
+    receipt = metered_formation.run_admitted(
+        prepared, request.admitted, caller, deps, usage,
+        before_commit=before_commit, attempt=operation.attempts,
+    )  # fmt: skip
     return _public(receipt)
 
 
-def _release(request: OperationRequest, operation: FormationOperation, deps: FormationDeps) -> None:
-    """Release the reservation of an operation answered without forming."""
+def _release(
+    admitted: AdmittedFormation, operation: FormationOperation, deps: FormationDeps
+) -> None:
+    """Release the reservation of an operation answered without forming (idempotent)."""
     caller = Caller(enterprise_id=operation.enterprise_id, principal=operation.caller)
     settle_formation(
-        deps.ledger, request.admitted, scope_id=operation.scope_id, caller=caller,
+        deps.ledger, admitted, scope_id=operation.scope_id, caller=caller,
         usage=FormationUsage(), formation_key=operation.formation_key, now=deps.now(),
     )  # fmt: skip
 

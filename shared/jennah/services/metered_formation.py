@@ -66,9 +66,11 @@ def run_admitted(
     usage: FormationUsage,
     *,
     before_commit: Callable[[], None] | None = None,
+    attempt: int = 1,
 ) -> FormationReceipt:
     """Run an admitted formation and settle it whether it commits or raises; the receipt.
-    `usage` accumulates what it spends (read it after a return or a raise). Raises what
+    `usage` accumulates what it spends (read it after a return or a raise); `attempt`
+    numbers a retried run of the same admission (`settle_formation`). Raises what
     `formation.run` raises, after settling."""
     try:
         receipt = formation.run(
@@ -84,6 +86,7 @@ def run_admitted(
             usage=usage,
             formation_key=prepared.command.formation_key,
             now=deps.now(),
+            attempt=attempt,
         )
     return receipt
 

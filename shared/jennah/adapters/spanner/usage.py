@@ -33,6 +33,7 @@ from jennah.domain.billing import (
     UsageRecord,
 )
 from jennah.ports.usage import (
+    RECORD_COLUMNS,
     ROLLUP_GROUPINGS,
     BillingSnapshot,
     RollupStep,
@@ -41,6 +42,7 @@ from jennah.ports.usage import (
     UsageSpan,
     grouping_for,
     grouping_kept,
+    record_values,
 )
 
 _T = TypeVar("_T")
@@ -54,10 +56,6 @@ MAX_GROUPS_PER_FOLD = 1_000
 _BILLING_COLUMNS = (
     "enterprise_id", "plan", "billable", "overage_multiple", "trial_started_at",
     "trial_ends_at", "updated_at",
-)  # fmt: skip
-_RECORD_COLUMNS = (
-    "enterprise_id", "recorded_at", "formation_id", "spent_in_scope", "caller", "model",
-    "region", "input_tokens", "output_tokens", "units", "formation_key",
 )  # fmt: skip
 _DAY_COLUMNS = ("enterprise_id", "day", "formations", "units", "input_tokens", "output_tokens")
 _HOUR_KEY = (
@@ -353,22 +351,8 @@ def _record(txn: Any, reader: _Reader, record: UsageRecord) -> bool:
     recorded_at = max(utc(record.recorded_at), reader.watermark())
     txn.insert(
         "usage_records",
-        _RECORD_COLUMNS,
-        [
-            [
-                record.enterprise_id,
-                recorded_at,
-                record.formation_id,
-                record.spent_in_scope,
-                record.caller,
-                record.model,
-                record.region,
-                record.input_tokens,
-                record.output_tokens,
-                record.units,
-                record.formation_key,
-            ]
-        ],
+        RECORD_COLUMNS,
+        [list(record_values(record, recorded_at))],
     )
     day = billing.utc_day(recorded_at)
     rows = reader.read("usage_days", _DAY_COLUMNS[2:], [[record.enterprise_id, day]])

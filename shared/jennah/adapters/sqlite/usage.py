@@ -39,6 +39,7 @@ from jennah.domain.billing import (
     UsageRecord,
 )
 from jennah.ports.usage import (
+    RECORD_COLUMNS,
     ROLLUP_GROUPINGS,
     USAGE_RETENTION,
     BillingSnapshot,
@@ -48,6 +49,7 @@ from jennah.ports.usage import (
     UsageSpan,
     grouping_for,
     grouping_kept,
+    record_values,
 )
 
 if TYPE_CHECKING:
@@ -131,10 +133,6 @@ _COLUMNS: dict[UsageDimension, str] = {
     UsageDimension.MODEL: "model",
     UsageDimension.REGION: "region",
 }
-_RECORD_COLUMNS = (
-    "enterprise_id, recorded_at, formation_id, spent_in_scope, caller, model, region, "
-    "input_tokens, output_tokens, units, formation_key"
-)
 
 
 class SqliteUsageLedger:
@@ -358,21 +356,9 @@ def _record(conn: Connection, record: UsageRecord, watermark: int) -> bool:
     """Insert the record (at the watermark if it is older) and add it to its day."""
     recorded_at = max(required_micros(record.recorded_at), watermark)
     inserted = conn.execute(
-        f"INSERT OR IGNORE INTO usage_records ({_RECORD_COLUMNS}) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        (
-            record.enterprise_id,
-            recorded_at,
-            record.formation_id,
-            record.spent_in_scope,
-            record.caller,
-            record.model,
-            record.region,
-            record.input_tokens,
-            record.output_tokens,
-            record.units,
-            record.formation_key,
-        ),
+        f"INSERT OR IGNORE INTO usage_records ({', '.join(RECORD_COLUMNS)}) "
+        f"VALUES ({', '.join('?' * len(RECORD_COLUMNS))})",
+        record_values(record, recorded_at),
     ).rowcount
     if not inserted:
         return False
