@@ -144,18 +144,10 @@ def submit(
     request = OperationRequest(
         command=bounded.command, received_at=bounded.received_at, admitted=admitted
     )
-    operation = FormationOperation(
-        operation_id=operation_id,
-        enterprise_id=caller.enterprise_id,
-        scope_id=command.scope.scope_id,
-        caller=caller.principal,
-        request_json=request.model_dump_json(),
-        formation_id=admitted.formation_id,
-        formation_key=command.formation_key,
-        create_time=now,
-        update_time=now,
-        expire_time=now + RETENTION,
-    )
+    operation = _new_operation(
+        operation_id, command, caller, now,
+        request_json=request.model_dump_json(), formation_id=admitted.formation_id,
+    )  # fmt: skip
     try:
         operations.create(operation)
         queue.enqueue(FormationTask(enterprise_id=caller.enterprise_id, operation_id=operation_id))
@@ -246,21 +238,30 @@ def replayed_operation(
 ) -> FormationOperation:
     """A done operation holding a replayed receipt, for an asynchronous request whose
     formationKey was committed: the answer is an operation either way."""
-    operation = FormationOperation(
-        operation_id=new_operation_id(),
+    operation = _new_operation(
+        new_operation_id(), command, caller, now,
+        state=OperationState.SUCCEEDED, request_json="{}",  # nothing to run
+        receipt_json=receipt.model_dump_json(),
+    )  # fmt: skip
+    operations.create(operation)
+    return operation
+
+
+def _new_operation(
+    operation_id: str, command: FormationCommand, caller: Caller, now: datetime, **fields: Any
+) -> FormationOperation:
+    """An operation of the caller's formation in the command's workspace, kept RETENTION."""
+    return FormationOperation(
+        operation_id=operation_id,
         enterprise_id=caller.enterprise_id,
         scope_id=command.scope.scope_id,
         caller=caller.principal,
-        state=OperationState.SUCCEEDED,
-        request_json="{}",  # nothing to run
         formation_key=command.formation_key,
-        receipt_json=receipt.model_dump_json(),
         create_time=now,
         update_time=now,
         expire_time=now + RETENTION,
+        **fields,
     )
-    operations.create(operation)
-    return operation
 
 
 # The worker.
