@@ -165,3 +165,17 @@ def machine_line() -> str:
     import platform
 
     return f"python {platform.python_version()}, {os.cpu_count()} CPUs, {platform.machine()}"
+
+
+def form_now(command: Any, store: Any, embedder: Any, model: Any, *, usage: Any = None) -> Any:
+    """Form one conversation synchronously (`prepare` then `run`, received now): the
+    formation itself, without an operation, a queue or the ledger."""
+    from datetime import UTC, datetime
+
+    from jennah.domain.formation import FormationReceipt
+    from jennah.services.formation import FormationUsage, prepare, run
+
+    prepared = prepare(command, store, datetime.now(UTC))
+    if isinstance(prepared, FormationReceipt):
+        return prepared
+    return run(prepared, store, embedder, model, usage=usage or FormationUsage())

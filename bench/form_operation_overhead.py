@@ -1,7 +1,7 @@
 """What running memory:form as an operation adds, on the embedded default (SQLite).
 
 Two ways to form the same conversations, in one process, alternating:
-- `service`: the formation service alone (`formation.form`): bounds, model
+- `service`: the formation service alone (`prepare` + `run`): bounds, model
   calls, checks, one commit; the baseline;
 - `api`: POST /v1/agents/{id}/memory:form through the app `jnh serve` mounts:
   authentication, admission against the allowance (a reservation), the
@@ -29,14 +29,15 @@ import time
 from pathlib import Path
 from typing import Any
 
+from _common import form_now
 from jennah.adapters.embedding.hashing import HashingEmbedder
 from jennah.adapters.models.scripted import ScriptedModel
 from jennah.adapters.sqlite.store import SqliteStore
 from jennah.api.app import create_app
-from jennah.bootstrap import Container, ensure_local_root
+from jennah.bootstrap import Container
+from jennah.cli.serve import ensure_local_root
 from jennah.domain.formation import Turn, TurnRole
 from jennah.domain.models import ScopeRecord, ScopeRef
-from jennah.services import formation
 from jennah.services.formation import FormationCommand
 from jennah.services.prompts import read_data
 from jennah.settings import Settings
@@ -105,7 +106,7 @@ def _run(tmp: Path, formations: int, warmup: int) -> tuple[list[float], list[flo
     model = ScriptedModel([answers], repeat=True)
     settings = Settings(data_dir=tmp / "api", embedder="hashing")
     container = Container(settings, embedder=HashingEmbedder(), model=model)
-    token = ensure_local_root(container).credentials.token
+    token = ensure_local_root(container).token
     client = create_app(container).test_client()
     headers = {"Authorization": f"Bearer {token}"}
     store = SqliteStore(tmp / "service.db")
@@ -123,7 +124,7 @@ def _run(tmp: Path, formations: int, warmup: int) -> tuple[list[float], list[flo
                 turns=[Turn(role=TurnRole(t["role"]), content=t["content"]) for t in turns],
             )
             started = time.perf_counter()
-            formation.form(command, store, embedder, model, container.now)
+            form_now(command, store, embedder, model)
             service = (time.perf_counter() - started) * 1000
             started = time.perf_counter()
             answered = client.post(

@@ -42,13 +42,21 @@ from typing import Any
 
 import numpy as np
 
-from _common import machine_line, open_sqlite_store, plans, summary, table, unit_vectors
+from _common import (
+    form_now,
+    machine_line,
+    open_sqlite_store,
+    plans,
+    summary,
+    table,
+    unit_vectors,
+)
 from jennah.adapters.embedding.hashing import HashingEmbedder
 from jennah.adapters.models.scripted import ScriptedModel
 from jennah.domain import rules
 from jennah.domain.formation import FormationReceipt, Turn, TurnRole
 from jennah.domain.models import CommitPlan, MemoryRecord, ScopeRef
-from jennah.services.formation import FormationCommand, FormationUsage, form
+from jennah.services.formation import FormationCommand, FormationUsage
 from jennah.services.prompts import read_data
 
 TARGET_P50_MS = 30.0
@@ -204,7 +212,7 @@ def _measure(
         command = FormationCommand(scope=scope, turns=script.turns)
         usage = FormationUsage()
         started = time.perf_counter()
-        receipt = form(command, store, embedder, model, lambda: datetime.now(UTC), usage=usage)
+        receipt = form_now(command, store, embedder, model, usage=usage)
         elapsed = (time.perf_counter() - started) * 1000
         if i >= args.warmup:
             measured.add(elapsed, usage, receipt)

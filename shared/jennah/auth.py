@@ -15,11 +15,10 @@ from pathlib import Path
 
 from pydantic import BaseModel, ValidationError
 
+from jennah.domain.access import LOCAL_ENTERPRISE_ID, ROOT_PRINCIPAL
 from jennah.errors import FailedPrecondition
 
 CREDENTIALS_FILE = "credentials.json"
-LOCAL_ENTERPRISE_ID = "local"
-ROOT_PRINCIPAL = "user:root"
 
 
 class LocalCredentials(BaseModel):

@@ -7,25 +7,14 @@ that never queries never loads the embedding model.
 
 from __future__ import annotations
 
-import logging
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
-from jennah.auth import (
-    LOCAL_ENTERPRISE_ID,
-    ROOT_PRINCIPAL,
-    LocalCredentials,
-    credentials_path,
-    read_local_credentials,
-    write_local_credentials,
-)
-from jennah.domain.access import User
-from jennah.domain.billing import EnterpriseBilling, Plan
-from jennah.errors import AlreadyExists, Internal, JennahError
+from jennah.api.logs import log_formation
+from jennah.errors import Internal
 from jennah.ports.embedder import Embedder
 from jennah.ports.identity import IdentityStore
 from jennah.ports.model import LanguageModel
@@ -34,18 +23,10 @@ from jennah.ports.store import MemoryStore
 from jennah.ports.tasks import FormationTask, TaskQueue
 from jennah.ports.usage import UsageLedger
 from jennah.ports.vocabulary import VocabularyStore
-from jennah.services.access import (
-    Access,
-    IdTokenVerifier,
-    create_enterprise,
-    hash_secret,
-    new_secret,
-    user_token,
-)
-from jennah.services.metered_formation import FormationDeps
+from jennah.services.access import Access, IdTokenVerifier
+from jennah.services.formation import Formation
+from jennah.services.formation.expiry import ExpirySweep
 from jennah.settings import Settings, get_settings
-
-log = logging.getLogger(__name__)
 
 
 @runtime_checkable
@@ -63,9 +44,11 @@ def utc_now() -> datetime:
 
 
 class Container:
-    """The store, identity store, vocabulary store, embedder, formation model and access
-    checks of one process, each built lazily once. The identity and vocabulary stores
-    share one Firestore client when the control documents are in Firestore.
+    """The services of one process (`jennah.api.context.Services`): the stores, the
+    embedder, the formation model and queue, the access checks and the formation use
+    case, each built lazily once. The identity, vocabulary and operation stores share
+    one Firestore client when the control documents are in Firestore; the memory store
+    and the ledger share one Spanner database.
 
     Tests pass ready-made fakes; anything not passed is built from `settings`.
     """
@@ -77,7 +60,7 @@ class Container:
         store: MemoryStore | None = None,
         identity: IdentityStore | None = None,
         vocabularies: VocabularyStore | None = None,
-        usage: UsageLedger | None = None,
+        ledger: UsageLedger | None = None,
         operations: OperationStore | None = None,
         tasks: TaskQueue | None = None,
         embedder: Embedder | None = None,
@@ -90,7 +73,7 @@ class Container:
         self._store = store
         self._identity = identity
         self._vocabularies = vocabularies
-        self._usage = usage
+        self._ledger = ledger
         self._operations = operations
         self._tasks = tasks
         self._spanner_database: Any = None
@@ -99,6 +82,7 @@ class Container:
         self._model = model
         self._verifier = verifier
         self._access: Access | None = None
+        self._formation: Formation | None = None
         self._lock = threading.RLock()
 
     @property
@@ -124,12 +108,12 @@ class Container:
             return self._vocabularies
 
     @property
-    def usage(self) -> UsageLedger:
+    def ledger(self) -> UsageLedger:
         """The usage ledger and billing settings, in the memory store's database."""
         with self._lock:
-            if self._usage is None:
-                self._usage = build_usage(self.settings, self._spanner)
-            return self._usage
+            if self._ledger is None:
+                self._ledger = build_ledger(self.settings, self._spanner)
+            return self._ledger
 
     @property
     def operations(self) -> OperationStore:
@@ -142,11 +126,35 @@ class Container:
     @property
     def tasks(self) -> TaskQueue:
         """Where memory:form operations are queued: Cloud Tasks, or the in-process pool
-        that runs `form-worker`'s work on this container."""
+        that runs `form-worker`'s work (`Formation.work`) in this process."""
         with self._lock:
             if self._tasks is None:
                 self._tasks = build_tasks(self.settings, self)
             return self._tasks
+
+    @property
+    def formation(self) -> Formation:
+        """The memory:form use case (submit, wait, work) on this process's adapters."""
+        with self._lock:
+            if self._formation is None:
+                self._formation = Formation(
+                    store=self.store,
+                    embedder=self.embedder,
+                    model=self.model,
+                    ledger=self.ledger,
+                    vocabularies=self.vocabularies,
+                    operations=self.operations,
+                    queue=self.tasks,
+                    now=self.now,
+                    model_call_deadline=self.settings.model_call_timeout_seconds,
+                    lease=timedelta(seconds=self.settings.operation_lease_seconds),
+                    report=log_formation,
+                )
+            return self._formation
+
+    @property
+    def trace_project(self) -> str:
+        return self.settings.spanner_project
 
     def _spanner(self) -> Any:
         """The one Spanner database handle of the store and the ledger, built on first use."""
@@ -200,7 +208,7 @@ class Container:
             self._store,
             self._identity,
             self._vocabularies,
-            self._usage,
+            self._ledger,
             self._operations,
         ):
             if isinstance(adapter, _Closable):
@@ -224,7 +232,7 @@ def build_store(settings: Settings, spanner: SpannerDatabaseFactory | None = Non
     return SqliteStore(_local_control_file(settings))
 
 
-def build_usage(settings: Settings, spanner: SpannerDatabaseFactory | None = None) -> UsageLedger:
+def build_ledger(settings: Settings, spanner: SpannerDatabaseFactory | None = None) -> UsageLedger:
     """The usage ledger beside the memory store: in the same Spanner database or SQLite
     file, so admission reads usage and settings in one transaction."""
     if settings.store == "spanner":
@@ -307,65 +315,27 @@ def build_operations(
 
 
 def build_tasks(settings: Settings, container: Container) -> TaskQueue:
-    """Cloud Tasks (to the form-worker function), or a pool of threads doing its work here.
-
-    The pool also deletes expired operations (what Firestore's TTL policy does in
-    production), at most once per SWEEP_INTERVAL, after a delivery.
-    """
+    """Cloud Tasks (to the form-worker function), or a pool of threads running the same
+    work here (`Formation.work`); the pool also deletes expired operations, which
+    Firestore's TTL policy does in production."""
     if settings.formation_queue == "cloud_tasks":
         from jennah.adapters.cloud_tasks.queue import make_queue
 
         return make_queue(settings)
     from jennah.adapters.local_queue import LocalTaskQueue
-    from jennah.api import logs
-    from jennah.services import formation_operations
+    from jennah.services.formation import Outcome
 
-    sweep = _sweeper(container)
+    sweep = ExpirySweep(container.operations, container.now)
 
     def deliver(task: FormationTask) -> bool:
-        outcome = formation_operations.work(
-            task,
-            formation_deps(container),
-            container.operations,
-            formation_operations.worker_id(),
-            lease=timedelta(seconds=settings.operation_lease_seconds),
-            report=logs.log_formation,
-        )
+        outcome = container.formation.work(task)
         sweep()
-        return outcome is formation_operations.Outcome.ACK
+        return outcome is Outcome.ACK
 
-    def abandon(task: FormationTask) -> None:
-        formation_operations.abandon(task, container.operations, container.now())
-
-    return LocalTaskQueue(deliver, workers=settings.local_form_workers, on_abandon=abandon)
-
-
-SWEEP_INTERVAL = timedelta(hours=1)
-
-
-def _sweeper(container: Container) -> Callable[[], None]:
-    """Delete expired operations, at most once per SWEEP_INTERVAL."""
-    last: list[datetime] = []
-
-    def sweep() -> None:
-        now = container.now()
-        if last and now - last[-1] < SWEEP_INTERVAL:
-            return
-        last[:] = [now]
-        swept = container.operations.sweep(now)
-        if swept:
-            log.info("deleted %d expired formation operations", swept)
-
-    return sweep
-
-
-def formation_deps(container: Container) -> FormationDeps:
-    return FormationDeps(
-        store=container.store,
-        embedder=container.embedder,
-        model=container.model,
-        ledger=container.usage,
-        now=container.now,
+    return LocalTaskQueue(
+        deliver,
+        workers=settings.local_form_workers,
+        on_abandon=lambda task: container.formation.abandon(task),
     )
 
 
@@ -428,81 +398,6 @@ def build_verifier(settings: Settings) -> IdTokenVerifier | None:
     from jennah.adapters.google_id_token import GoogleIdTokenVerifier
 
     return GoogleIdTokenVerifier(settings.oidc_audience)
-
-
-# The local enterprise `jnh serve` creates is on the Enterprise plan (input cap 100,000
-# tokens, 25,000 formation units a month): the embedded default is for development.
-LOCAL_BILLING = EnterpriseBilling(enterprise_id=LOCAL_ENTERPRISE_ID, plan=Plan.ENTERPRISE)
-
-
-@dataclass(frozen=True)
-class LocalRoot:
-    """The local root credential, and what `ensure_local_root` had to do to have it."""
-
-    credentials: LocalCredentials
-    created_enterprise: bool = False
-    rotated: bool = False
-
-
-def ensure_local_root(container: Container) -> LocalRoot:
-    """Make `<data_dir>/credentials.json` hold a working root credential of the local
-    enterprise: the first start creates the enterprise (on LOCAL_BILLING's plan) and its
-    root user; later starts reuse the file; a missing or stale file gets a new root
-    credential."""
-    data_dir = container.settings.data_dir
-    identity = container.identity
-    existing = _readable_credentials(container)
-    enterprise = identity.get_enterprise(LOCAL_ENTERPRISE_ID)
-    if existing is not None and enterprise is not None and _works(container, existing):
-        return LocalRoot(existing)
-    if enterprise is None:
-        try:
-            token = create_enterprise(
-                identity, LOCAL_ENTERPRISE_ID, ROOT_PRINCIPAL, container.now()
-            )
-        except AlreadyExists:  # another process created it first: take a credential of our own
-            token = _rotate_root(identity, container.now())
-            created = False
-        else:
-            created = True
-            container.usage.put_billing(LOCAL_BILLING)
-    else:
-        token, created = _rotate_root(identity, container.now()), False
-    credentials = LocalCredentials(token=token)
-    write_local_credentials(data_dir, credentials)
-    return LocalRoot(credentials, created_enterprise=created, rotated=not created)
-
-
-def _readable_credentials(container: Container) -> LocalCredentials | None:
-    if not credentials_path(container.settings.data_dir).exists():
-        return None
-    try:
-        return read_local_credentials(container.settings.data_dir)
-    except JennahError:
-        return None
-
-
-def _works(container: Container, credentials: LocalCredentials) -> bool:
-    try:
-        caller = container.access.authenticate(f"Bearer {credentials.token}")
-    except JennahError:
-        return False
-    return (caller.enterprise_id, caller.principal) == (LOCAL_ENTERPRISE_ID, ROOT_PRINCIPAL)
-
-
-def _rotate_root(identity: IdentityStore, now: datetime) -> str:
-    """A new development credential for the local root user (its bindings stay as they are)."""
-    secret = new_secret()
-    known = identity.get_user(ROOT_PRINCIPAL)
-    identity.put_user(
-        User(
-            enterprise_id=LOCAL_ENTERPRISE_ID,
-            principal=ROOT_PRINCIPAL,
-            token_hash=hash_secret(secret),
-            created_at=known.created_at if known is not None else now,
-        )
-    )
-    return user_token(ROOT_PRINCIPAL, secret)
 
 
 _process_container: Container | None = None

@@ -95,3 +95,35 @@ class Unavailable(JennahError):
 
 class Internal(JennahError):
     status = "INTERNAL"
+
+
+class ClientGone(JennahError):
+    """The client closed the connection before its answer; its formation was cancelled."""
+
+    status = "CANCELLED"
+
+
+_BY_STATUS: dict[str, type[JennahError]] = {
+    cls.status: cls
+    for cls in (
+        InvalidArgument,
+        FailedPrecondition,
+        Unauthenticated,
+        PermissionDenied,
+        NotFound,
+        Aborted,
+        AlreadyExists,
+        ResourceExhausted,
+        DeadlineExceeded,
+        Unavailable,
+        Internal,
+        ClientGone,
+    )
+}
+
+
+def from_status(
+    status: str, message: str, *, reason: str | None = None, metadata: dict[str, str] | None = None
+) -> JennahError:
+    """The error a canonical status name stands for (INTERNAL for one not known here)."""
+    return _BY_STATUS.get(status, Internal)(message, reason=reason, metadata=metadata)

@@ -17,9 +17,10 @@ from jennah.domain import rules
 from jennah.domain.formation import FormationReceipt, Turn, TurnRole
 from jennah.domain.models import MemoryRecord, ScopeRecord, ScopeRef
 from jennah.ports.store import MemoryStore
-from jennah.services.formation import FormationCommand, FormationUsage, form
+from jennah.services.formation import FormationCommand, FormationUsage
 from jennah.services.prompts import read_data
 from tests.contract.conftest import EMBEDDER, row_counts
+from tests.support.formation import form
 
 # The receipt time of every formation here (the spec's example receipt).
 RECEIVED = datetime(2026, 8, 25, 8, 48, 1, tzinfo=UTC)

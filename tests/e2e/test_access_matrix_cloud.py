@@ -110,7 +110,7 @@ def cloud_world(cloud: tuple[Any, Any]) -> World:
         store=SpannerStore(database),
         identity=FirestoreIdentityStore(client),
         vocabularies=FirestoreVocabularyStore(client),
-        usage=SpannerUsageLedger(database),
+        ledger=SpannerUsageLedger(database),
         operations=FirestoreOperationStore(client),
         embedder=HashingEmbedder(),
     )

@@ -17,7 +17,7 @@ from werkzeug.serving import make_server
 
 from jennah.adapters.models.scripted import ScriptedModel, Slow
 from jennah.api.app import create_app
-from jennah.ports.operations import OperationState
+from jennah.domain.operations import OperationState
 from tests.unit.fakes import TOKEN
 from tests.unit.test_api_form import FORM, TOKYO, _extraction, rows, sqlite_api
 

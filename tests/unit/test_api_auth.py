@@ -22,6 +22,7 @@ from jennah.auth import (
     read_local_credentials,
     write_local_credentials,
 )
+from jennah.cli.serve import ensure_local_root
 from jennah.domain.access import ApiKey, Role, RoleBinding
 from jennah.domain.billing import Plan
 from jennah.errors import FailedPrecondition, Unauthenticated
@@ -196,34 +197,34 @@ def test_the_first_start_creates_the_local_enterprise_and_a_private_credential(
     tmp_path: Path,
 ) -> None:
     container = local(tmp_path)
-    assert container.usage.get_billing("local").plan is Plan.FREE  # no settings yet
-    root = bootstrap.ensure_local_root(container)
+    assert container.ledger.get_billing("local").plan is Plan.FREE  # no settings yet
+    root = ensure_local_root(container)
     assert root.created_enterprise and not root.rotated
-    assert container.usage.get_billing("local").plan is Plan.ENTERPRISE  # for development
+    assert container.ledger.get_billing("local").plan is Plan.ENTERPRISE  # for development
     path = credentials_path(tmp_path)
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
     stored = json.loads(path.read_text())
     assert stored == {"enterprise_id": "local", "principal": "user:root",
-                      "token": root.credentials.token}  # fmt: skip
-    caller = container.access.authenticate(f"Bearer {root.credentials.token}")
+                      "token": root.token}  # fmt: skip
+    caller = container.access.authenticate(f"Bearer {root.token}")
     assert (caller.enterprise_id, caller.principal) == ("local", "user:root")
     assert container.access.grants(caller).agent_selectors == ("*",)
     user = container.identity.get_user("user:root")
-    assert user is not None and root.credentials.token not in user.model_dump_json()
+    assert user is not None and root.token not in user.model_dump_json()
 
 
 def test_later_starts_reuse_the_credential(tmp_path: Path) -> None:
     identity = FakeIdentityStore()
-    first = bootstrap.ensure_local_root(local(tmp_path, identity))
-    again = bootstrap.ensure_local_root(local(tmp_path, identity))
-    assert again.credentials == first.credentials
+    first = ensure_local_root(local(tmp_path, identity))
+    again = ensure_local_root(local(tmp_path, identity))
+    assert again.token == first.token
     assert not again.created_enterprise and not again.rotated
 
 
 @pytest.mark.parametrize("damage", ["delete", "garble", "foreign"])
 def test_a_missing_or_stale_file_gets_a_new_root_credential(tmp_path: Path, damage: str) -> None:
     identity = FakeIdentityStore()
-    first = bootstrap.ensure_local_root(local(tmp_path, identity))
+    first = ensure_local_root(local(tmp_path, identity))
     path = credentials_path(tmp_path)
     if damage == "delete":
         path.unlink()
@@ -232,12 +233,12 @@ def test_a_missing_or_stale_file_gets_a_new_root_credential(tmp_path: Path, dama
     else:  # a credentials.json from an older version: a bare random token
         write_local_credentials(tmp_path, LocalCredentials(token="old-random-token"))
     container = local(tmp_path, identity)
-    again = bootstrap.ensure_local_root(container)
+    again = ensure_local_root(container)
     assert again.rotated and not again.created_enterprise
-    assert read_local_credentials(tmp_path) == again.credentials
+    assert read_local_credentials(tmp_path).token == again.token
     with pytest.raises(Unauthenticated):
-        container.access.authenticate(f"Bearer {first.credentials.token}")
-    assert container.access.authenticate(f"Bearer {again.credentials.token}").principal == (
+        container.access.authenticate(f"Bearer {first.token}")
+    assert container.access.authenticate(f"Bearer {again.token}").principal == (
         "user:root"
     )
 

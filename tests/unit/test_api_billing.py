@@ -88,7 +88,7 @@ def token_of(principal: str) -> str:
 
 
 def ledger(api: Api) -> SqliteUsageLedger:
-    found = api.container.usage
+    found = api.container.ledger
     assert isinstance(found, SqliteUsageLedger)
     return found
 

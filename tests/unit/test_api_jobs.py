@@ -15,9 +15,8 @@ from jennah.adapters.models.scripted import ScriptedModel
 from jennah.api import jobs
 from jennah.bootstrap import Container
 from jennah.domain.billing import UsageRecord
-from jennah.ports.operations import OperationState
+from jennah.domain.operations import OperationState, error_from
 from jennah.ports.tasks import FormationTask, task_body
-from jennah.services import formation_operations
 from tests.unit.test_api_form import FORM, TOKYO, _extraction, sqlite_api
 
 ONE_FACT = _extraction(("The user lives in Tokyo.", "I live in Tokyo"))
@@ -43,7 +42,7 @@ def api(tmp_path: Path) -> Iterator[Any]:
 def test_the_rollup_folds_the_ledger_once(api: Any) -> None:
     container = api.container
     old = container.now() - timedelta(hours=3)
-    container.usage.record_many([
+    container.ledger.record_many([
         UsageRecord(enterprise_id="local", spent_in_scope="bot", caller="user:root",
                     model="m", region="r", input_tokens=10, output_tokens=5, units=1,
                     formation_id=f"fu_{i}", recorded_at=old)
@@ -121,4 +120,4 @@ def test_a_permanent_failure_is_acknowledged_and_recorded(api: Any) -> None:
     assert answer.status_code == 200
     operation = api.container.operations.get("local", operation_id)
     assert operation.state is OperationState.FAILED and operation.error.code == "INTERNAL"
-    assert formation_operations.error_from(operation.error).status == "INTERNAL"
+    assert error_from(operation.error).status == "INTERNAL"

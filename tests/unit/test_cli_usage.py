@@ -62,7 +62,7 @@ class Jnh:
 
     @property
     def ledger(self) -> SqliteUsageLedger:
-        found = self.api.container.usage
+        found = self.api.container.ledger
         assert isinstance(found, SqliteUsageLedger)
         return found
 

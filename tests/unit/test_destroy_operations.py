@@ -30,7 +30,7 @@ def test_the_local_workers_delete_expired_operations(tmp_path: Path) -> None:
     pool sweeps operations past their expire_time (7 days after creation)."""
     from datetime import timedelta
 
-    from jennah.services.formation_operations import RETENTION
+    from jennah.domain.operations import RETENTION
 
     with sqlite_api(tmp_path) as api:
         clock = [api.container.now()]

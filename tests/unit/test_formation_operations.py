@@ -1,4 +1,5 @@
-"""memory:form as an operation: `submit`, `work` and `wait` on the real SQLite stores.
+"""memory:form as an operation: `Formation.submit`, `work` and `wait` on the real SQLite
+stores.
 
 The service runs against SqliteStore, SqliteUsageLedger and SqliteOperationStore in
 one tmp file, the hashing embedder and a scripted model. The task queue is a list,
@@ -27,32 +28,31 @@ from jennah.adapters.sqlite.connection import open_connection
 from jennah.adapters.sqlite.operations import SqliteOperationStore
 from jennah.adapters.sqlite.store import SqliteStore
 from jennah.adapters.sqlite.usage import SqliteUsageLedger
+from jennah.adapters.sqlite.vocabulary import SqliteVocabularyStore
 from jennah.domain.access import Caller
 from jennah.domain.billing import EnterpriseBilling, Plan, UsageRecord
 from jennah.domain.formation import FormationReceipt, Turn, TurnRole
 from jennah.domain.models import CommitPlan, CommitResult, ScopeRecord, ScopeRef
-from jennah.errors import JennahError
-from jennah.ports.operations import (
+from jennah.domain.operations import (
     CLIENT_CLOSED_MESSAGE,
+    OPERATION_KEY_PREFIX,
     FormationOperation,
     OperationState,
-)
-from jennah.ports.tasks import FormationTask
-from jennah.services import formation_operations as ops
-from jennah.services.formation import FormationCommand
-from jennah.services.formation_operations import (
-    OPERATION_KEY_PREFIX,
-    ClientGone,
-    Outcome,
     error_from,
     error_of,
 )
-from jennah.services.metered_formation import FormationDeps
+from jennah.errors import ClientGone, JennahError
+from jennah.ports.operations import OperationStore
+from jennah.ports.store import MemoryStore
+from jennah.ports.tasks import FormationTask
+from jennah.services.formation import Formation, FormationRequest, OperationRequest, Outcome
+from jennah.services.formation import result as operation_result
 from tests.unit.fakes import ENTERPRISE, ROOT, ROOT_SECRET, add_enterprise
 from tests.unit.test_api_form import TOKYO, _extraction, ok, reason, refused, sqlite_api
 
 CALLER = Caller(enterprise_id=ENTERPRISE, principal=ROOT)
 SCOPE = ScopeRef(enterprise_id=ENTERPRISE, scope_id="support-bot")
+REGISTRATION = ScopeRecord(scope=SCOPE, kind="agent", created_by=ROOT)
 TURNS = [Turn(role=TurnRole.USER, content="I live in Tokyo.")]
 ONE_FACT = _extraction(("The user lives in Tokyo.", "I live in Tokyo"))
 MEMORY_TABLES = (
@@ -94,28 +94,45 @@ class World:
     store: SqliteStore
     ledger: SqliteUsageLedger
     operations: SqliteOperationStore
+    vocabularies: SqliteVocabularyStore
     model: ScriptedModel
     clock: Clock
     queue: RecordingQueue
 
-    @property
-    def deps(self) -> FormationDeps:
-        return FormationDeps(self.store, HashingEmbedder(), self.model, self.ledger, self.clock)
+    def formation(
+        self,
+        *,
+        store: MemoryStore | None = None,
+        operations: OperationStore | None = None,
+        lease: timedelta = LEASE,
+        model_call_deadline: float = 30.0,
+    ) -> Formation:
+        """The use case on this world's stores, or on the stand-ins a test passes."""
+        return Formation(
+            store=store or self.store, embedder=HashingEmbedder(), model=self.model,
+            ledger=self.ledger, vocabularies=self.vocabularies,
+            operations=operations or self.operations, queue=self.queue, now=self.clock,
+            lease=lease, model_call_deadline=model_call_deadline,
+        )  # fmt: skip
 
-    def submit(self, command: FormationCommand) -> FormationReceipt | FormationOperation:
-        return ops.submit(command, CALLER, self.deps, self.operations, self.queue)
+    def submit(
+        self, request: FormationRequest, **options: Any
+    ) -> FormationReceipt | FormationOperation:
+        return self.formation(**options).submit(request, CALLER, SCOPE, REGISTRATION)
 
-    def queued(self, command: FormationCommand | None = None) -> FormationOperation:
-        submitted = self.submit(command or formation())
+    def queued(self, request: FormationRequest | None = None, **options: Any) -> FormationOperation:
+        submitted = self.submit(request or formation(), **options)
         assert isinstance(submitted, FormationOperation)
         return submitted
 
     def deliver(
-        self, operation: FormationOperation, worker: str = "worker-a", **kwargs: Any
+        self, operation: FormationOperation, worker: str = "worker-a", **options: Any
     ) -> Outcome:
         task = FormationTask(enterprise_id=ENTERPRISE, operation_id=operation.operation_id)
-        return ops.work(task, kwargs.pop("deps", self.deps), kwargs.pop("operations",
-                        self.operations), worker, lease=kwargs.pop("lease", LEASE))  # fmt: skip
+        return self.formation(**options).work(task, worker)
+
+    def wait(self, operation: FormationOperation, **options: Any) -> FormationOperation:
+        return self.formation().wait(operation, **options)
 
     def current(self, operation: FormationOperation) -> FormationOperation:
         found = self.operations.get(ENTERPRISE, operation.operation_id)
@@ -150,23 +167,20 @@ def world(tmp_path: Path) -> Iterator[World]:
     store, ledger, operations = (
         SqliteStore(path), SqliteUsageLedger(path), SqliteOperationStore(path)
     )  # fmt: skip
-    yield World(path, store, ledger, operations, ScriptedModel(), Clock(), RecordingQueue())
+    vocabularies = SqliteVocabularyStore(path)
+    yield World(
+        path, store, ledger, operations, vocabularies, ScriptedModel(), Clock(), RecordingQueue()
+    )
+    vocabularies.close()
     operations.close()
     ledger.close()
     store.close()
 
 
 def formation(
-    turns: list[Turn] | None = None, formation_key: str | None = None, **extra: Any
-) -> FormationCommand:
-    return FormationCommand(
-        scope=SCOPE,
-        registration=ScopeRecord(scope=SCOPE, kind="agent", created_by=ROOT),
-        caller=ROOT,
-        turns=turns or TURNS,
-        formation_key=formation_key,
-        **extra,
-    )
+    turns: list[Turn] | None = None, formation_key: str | None = None
+) -> FormationRequest:
+    return FormationRequest(turns=turns or TURNS, formation_key=formation_key)
 
 
 # submit
@@ -181,7 +195,7 @@ def test_submit_creates_a_queued_operation_holding_a_reservation(world: World) -
         FormationTask(enterprise_id=ENTERPRISE, operation_id=operation.operation_id)
     ]
     assert world.current(operation) == operation
-    request = ops.OperationRequest.model_validate_json(operation.request_json)
+    request = OperationRequest.model_validate_json(operation.request_json)
     assert request.command.formation_key == OPERATION_KEY_PREFIX + operation.operation_id
     assert request.admitted.formation_id == operation.formation_id
     assert world.in_progress() == 1 and world.model.calls == []
@@ -194,7 +208,7 @@ def test_submit_replays_a_committed_key_and_spends_nothing(world: World) -> None
     before = (world.operation_ids(), world.usage(), world.memory(), len(world.queue.tasks))
     replayed = world.submit(formation(formation_key="conversation-1"))
     assert isinstance(replayed, FormationReceipt) and replayed.replay is True
-    assert replayed.candidates == ops.result(world.current(first)).candidates
+    assert replayed.candidates == operation_result(world.current(first)).candidates
     assert (world.operation_ids(), world.usage(), world.memory(), len(world.queue.tasks)) == before
     assert world.in_progress() == 0 and len(world.model.calls) == 1
 
@@ -253,7 +267,7 @@ def test_one_delivery_forms_and_succeeds(world: World) -> None:
     done = world.current(operation)
     assert done.state is OperationState.SUCCEEDED and done.attempts == 1
     assert done.lease_owner is None and done.error is None
-    receipt = ops.result(done)
+    receipt = operation_result(done)
     assert [c.text for c in receipt.candidates] == ["The user lives in Tokyo."]
     assert receipt.replay is False and receipt.commit_timestamp is not None
     assert receipt.formation_key is None  # the operation's own key stays inside
@@ -318,7 +332,7 @@ def test_a_worker_that_died_before_its_commit_is_overtaken_once_its_lease_runs_o
     assert (done.state, done.attempts) == (OperationState.SUCCEEDED, 2)
     assert len(world.model.calls) == 1 and len(world.memory()["formation_keys"]) == 1
     # attempt 2 records its usage under "<formation_id>.2"; attempt 1 never reached the model
-    assert world.usage() == {f"{operation.formation_id}.2": ops.result(done).formation_units}
+    assert world.usage() == {f"{operation.formation_id}.2": operation_result(done).formation_units}
     assert world.in_progress() == 0
 
 
@@ -354,7 +368,7 @@ def test_a_worker_that_died_after_its_commit_is_replayed_not_formed_again(world:
     assert world.deliver(operation, "worker-b") is Outcome.ACK
     done = world.current(operation)
     assert (done.state, done.attempts) == (OperationState.SUCCEEDED, 2)
-    receipt = ops.result(done)
+    receipt = operation_result(done)
     assert receipt.replay is False  # for its client this is the formation, not a replay
     assert receipt.formation_key is None and receipt.formation_units >= 1
     assert [c.text for c in receipt.candidates] == ["The user lives in Tokyo."]
@@ -380,15 +394,15 @@ def test_a_cancel_while_running_writes_nothing_but_records_usage(world: World) -
     assert world.usage()[operation.formation_id or ""] >= 1  # the model was reached
     assert world.in_progress() == 0
     with pytest.raises(ClientGone):
-        ops.result(cancelled)
+        operation_result(cancelled)
 
 
 def test_a_model_past_its_time_bound_fails_the_operation_and_records_usage(
     world: World,
 ) -> None:
     world.model.add(Slow(5.0, ONE_FACT))
-    operation = world.queued(formation(deadline_seconds=0.05))
-    assert world.deliver(operation) is Outcome.ACK
+    operation = world.queued(model_call_deadline=0.05)
+    assert world.deliver(operation, model_call_deadline=0.05) is Outcome.ACK
     failed = world.current(operation)
     assert failed.state is OperationState.FAILED and failed.error is not None
     assert failed.error.code == "DEADLINE_EXCEEDED" and "0.05 s bound" in failed.error.message
@@ -396,7 +410,7 @@ def test_a_model_past_its_time_bound_fails_the_operation_and_records_usage(
     assert world.usage()[operation.formation_id or ""] >= 1
     assert world.in_progress() == 0
     with pytest.raises(errors.DeadlineExceeded, match=r"0\.05 s bound"):
-        ops.result(failed)
+        operation_result(failed)
 
 
 class CommitUnavailable:
@@ -420,10 +434,8 @@ def test_a_transient_failure_is_retried_and_each_attempt_records_its_usage(
 ) -> None:
     world.model.add(ONE_FACT, ONE_FACT)
     operation = world.queued()
-    flaky = FormationDeps(
-        CommitUnavailable(world.store), HashingEmbedder(), world.model, world.ledger, world.clock
-    )  # type: ignore[arg-type]
-    assert world.deliver(operation, deps=flaky) is Outcome.RETRY
+    flaky = CommitUnavailable(world.store)
+    assert world.deliver(operation, store=flaky) is Outcome.RETRY
     released = world.current(operation)
     assert (released.state, released.lease_owner, released.attempts) == (
         OperationState.QUEUED, None, 1,
@@ -432,13 +444,13 @@ def test_a_transient_failure_is_retried_and_each_attempt_records_its_usage(
     first_units = world.usage()[operation.formation_id or ""]
     assert first_units >= 1
 
-    assert world.deliver(operation, "worker-b", deps=flaky) is Outcome.ACK
+    assert world.deliver(operation, "worker-b", store=flaky) is Outcome.ACK
     done = world.current(operation)
     assert (done.state, done.attempts) == (OperationState.SUCCEEDED, 2)
     assert len(world.model.calls) == 2
     assert world.usage() == {
         operation.formation_id: first_units,
-        f"{operation.formation_id}.2": ops.result(done).formation_units,
+        f"{operation.formation_id}.2": operation_result(done).formation_units,
     }
     assert world.in_progress() == 0
 
@@ -465,16 +477,15 @@ def test_wait_returns_the_operation_once_done(world: World) -> None:
         if len(slept) == 3:
             world.deliver(operation)
 
-    done = ops.wait(world.operations, operation, world.clock, sleep=sleep)
-    assert done.state is OperationState.SUCCEEDED and ops.result(done).candidates
+    done = world.wait(operation, sleep=sleep)
+    assert done.state is OperationState.SUCCEEDED and operation_result(done).candidates
     assert slept == pytest.approx([0.002, 0.003, 0.0045])  # backing off
 
 
 def test_a_client_that_goes_away_cancels_the_operation(world: World) -> None:
     operation = world.queued()
     with pytest.raises(ClientGone) as raised:
-        ops.wait(world.operations, operation, world.clock, client_gone=lambda: True,
-                 sleep=lambda _: None)  # fmt: skip
+        world.wait(operation, client_gone=lambda: True, sleep=lambda _: None)
     assert raised.value.status == "CANCELLED" and raised.value.http_status == 499
     cancelled = world.current(operation)
     assert cancelled.state is OperationState.CANCELLED
@@ -489,8 +500,7 @@ def test_past_the_ceiling_the_operation_is_cancelled(world: World) -> None:
     operation = world.queued()
     slept: list[float] = []
     with pytest.raises(errors.DeadlineExceeded) as raised:
-        ops.wait(world.operations, operation, world.clock, timeout=timedelta(milliseconds=20),
-                 sleep=slept.append)  # fmt: skip
+        world.wait(operation, timeout=timedelta(milliseconds=20), sleep=slept.append)
     assert raised.value.reason == "FORMATION_CEILING"
     assert raised.value.metadata == {"ceilingSeconds": "0"}
     assert "ceiling" in raised.value.message and "formationKey" in raised.value.message
@@ -532,13 +542,13 @@ def test_an_unknown_code_comes_back_internal() -> None:
 def test_result_of_an_operation_not_done_is_a_failed_precondition(world: World) -> None:
     operation = world.queued()
     with pytest.raises(errors.FailedPrecondition) as raised:
-        ops.result(operation)
+        operation_result(operation)
     assert raised.value.reason == "OPERATION_NOT_DONE"
 
 
 def test_abandon_fails_the_operation_unavailable(world: World) -> None:
     operation = world.queued()
-    ops.abandon(world.queue.tasks[0], world.operations, world.clock())
+    world.formation().abandon(world.queue.tasks[0])
     abandoned = world.current(operation)
     assert abandoned.state is OperationState.FAILED and abandoned.error is not None
     assert (abandoned.error.code, abandoned.error.reason) == ("UNAVAILABLE", "FORMATION_ABANDONED")

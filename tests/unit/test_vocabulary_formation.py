@@ -23,9 +23,10 @@ from jennah.domain.vocabulary import (
     to_data,
     validated,
 )
-from jennah.services.formation import FormationCommand, form
+from jennah.services.formation import FormationCommand
 from jennah.services.formation.candidates import node_id
 from jennah.services.vocabulary import resolve_for_formation
+from tests.support.formation import form
 
 NOW = datetime(2030, 1, 1, 12, 0, tzinfo=UTC)
 SCOPE = ScopeRef(enterprise_id="acme", scope_id="bot.support")

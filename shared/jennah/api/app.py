@@ -5,15 +5,15 @@ from __future__ import annotations
 import flask
 
 from jennah.api import routes
+from jennah.api.context import Services
 from jennah.api.errors import MethodNotAllowed
 from jennah.api.openapi import OPENAPI_PATH, document_text
-from jennah.bootstrap import Container
 
 _METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE"]
 
 
 def create_app(
-    container: Container, mounted: tuple[routes.Route, ...] = routes.ALL_ROUTES
+    services: Services, mounted: tuple[routes.Route, ...] = routes.ALL_ROUTES
 ) -> flask.Flask:
     """A Flask app answering `mounted` plus GET /openapi.json; everything else is a
     Google-style 404 or 405."""
@@ -26,7 +26,7 @@ def create_app(
         return flask.Response(document_text(), mimetype="application/json")
 
     def api(path: str) -> flask.Response:
-        return routes.serve(flask.request, mounted, container)
+        return routes.serve(flask.request, mounted, services)
 
     app.add_url_rule(OPENAPI_PATH, "openapi", openapi, methods=_METHODS)
     app.add_url_rule("/", "root", api, defaults={"path": ""}, methods=_METHODS)

@@ -18,24 +18,24 @@ from jennah.services.usage import Per, TokenUsageQuery
 
 
 def get_billing(call: Call) -> Reply:
-    container = call.container
-    state = billing.billing_state(call.caller, container.access, container.usage, container.now())
+    services = call.services
+    state = billing.billing_state(call.caller, services.access, services.ledger, services.now())
     return Reply(state_out(state))
 
 
 def set_overage_multiple(call: Call) -> Reply:
     request: dto.SetOverageMultipleRequest = call.request
-    container = call.container
+    services = call.services
     state = billing.set_overage_multiple(
-        call.caller, container.access, container.usage, request.overage_multiple, container.now()
+        call.caller, services.access, services.ledger, request.overage_multiple, services.now()
     )
     return Reply(state_out(state))
 
 
 def formation_tokens(call: Call) -> Reply:
     params: dto.FormationTokensParams = call.request
-    container = call.container
-    now = container.now()
+    services = call.services
+    now = services.now()
     query = TokenUsageQuery(
         start_time=params.start_time,
         end_time=params.end_time,
@@ -46,7 +46,7 @@ def formation_tokens(call: Call) -> Reply:
             scope=params.scope, caller=params.caller, model=params.model, region=params.region
         ),
     )
-    buckets = usage.formation_tokens(call.caller, container.access, container.usage, query, now)
+    buckets = usage.formation_tokens(call.caller, services.access, services.ledger, query, now)
     start, end = usage.time_range(query, now)
     return Reply(
         dto.FormationTokensResponse(

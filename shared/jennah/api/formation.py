@@ -4,7 +4,7 @@
 (`Access.open_scope`: agent.memory:form with create for memory:form,
 agent.memory:query for a step; an operation's workspace is opened here) before
 these run; errors go through `jennah.api.errors` like every other. memory:form
-queues an operation (`services.formation_operations`) and waits for it, or
+submits an operation (`services.formation.Formation`) and waits for it, or
 answers it at once with "async"; a formation uses the memory vocabulary
 resolved for the workspace when the request arrives.
 """
@@ -20,7 +20,6 @@ import flask
 from jennah.api import dto
 from jennah.api.errors import error_response
 from jennah.api.handlers import Call, Reply
-from jennah.bootstrap import formation_deps
 from jennah.domain.access import Permission, ScopeKind
 from jennah.domain.formation import (
     CandidateOutcome,
@@ -30,39 +29,32 @@ from jennah.domain.formation import (
     TurnRole,
 )
 from jennah.domain.models import ExecutionLogStep
-from jennah.domain.vocabulary import to_data
+from jennah.domain.operations import FormationOperation, error_from, operation_name
 from jennah.errors import NotFound
-from jennah.ports.operations import FormationOperation
-from jennah.services import formation_operations, metered_formation
-from jennah.services.formation import FormationCommand
-from jennah.services.vocabulary import resolve_for_formation
+from jennah.services.formation import FormationRequest
 
 # memory:form
 
 
 def form(call: Call) -> Reply:
-    """Validate, replay or admit, queue the operation; then wait for its receipt (the
-    client closing the connection cancels it), or answer the operation at once with
-    `async`."""
-    container = call.container
+    """Submit the formation and wait for its receipt (the client closing the connection
+    cancels it), or answer its operation at once with `async`."""
     request: dto.FormRequest = call.request
-    command = form_command(call)
-    submitted = formation_operations.submit(
-        command, call.caller, formation_deps(container), container.operations, container.tasks
+    answer = call.services.formation.form(
+        FormationRequest(
+            turns=[Turn(role=TurnRole(t.role), content=t.content) for t in request.turns],
+            observed_at=request.observed_at,
+            formation_key=request.formation_key,
+        ),
+        call.caller,
+        call.scope.ref,
+        call.scope.registration,
+        run_async=request.run_async,
+        client_gone=client_gone_probe(),
     )
-    if isinstance(submitted, FormationReceipt):  # a replay: nothing queued
-        if request.run_async:  # still an operation, done at once
-            submitted = formation_operations.replayed_operation(
-                submitted, command, call.caller, container.operations, container.now()
-            )
-            return Reply(operation_out(submitted))
-        return Reply(receipt_out(submitted))
-    if request.run_async:
-        return Reply(operation_out(submitted))
-    done = formation_operations.wait(
-        container.operations, submitted, container.now, client_gone=client_gone_probe()
-    )
-    return Reply(receipt_out(formation_operations.result(done)))
+    if isinstance(answer, FormationOperation):
+        return Reply(operation_out(answer))
+    return Reply(receipt_out(answer))
 
 
 def client_gone_probe() -> Callable[[], bool]:
@@ -93,9 +85,9 @@ def client_gone_probe() -> Callable[[], bool]:
 def get_operation(call: Call) -> Reply:
     """GET /v1/operations/{operationId}: another enterprise's operation, and one in an agent
     workspace the caller does not reach, are answered as though they did not exist."""
-    container = call.container
+    services = call.services
     operation_id = call.path["operationId"]
-    operation = container.operations.get(call.caller.enterprise_id, operation_id)
+    operation = services.operations.get(call.caller.enterprise_id, operation_id)
     missing = NotFound(
         f"operation {operation_id!r} was not found (operations are kept for 7 days)",
         reason="OPERATION_NOT_FOUND",
@@ -104,7 +96,7 @@ def get_operation(call: Call) -> Reply:
     if operation is None:
         raise missing
     try:
-        container.access.open_scope(
+        services.access.open_scope(
             call.caller, operation.scope_id, ScopeKind.AGENT, Permission.MEMORY_FORM, create=True
         )
     except NotFound:
@@ -117,9 +109,9 @@ def operation_out(operation: FormationOperation) -> dto.Operation:
     if operation.receipt_json is not None:
         response = receipt_out(FormationReceipt.model_validate_json(operation.receipt_json))
     elif operation.error is not None:
-        error = error_response(formation_operations.error_from(operation.error)).error
+        error = error_response(error_from(operation.error)).error
     return dto.Operation(
-        name=formation_operations.operation_name(operation.operation_id),
+        name=operation_name(operation.operation_id),
         done=operation.done,
         metadata=dto.OperationMetadata(
             state=operation.state.value,
@@ -133,28 +125,6 @@ def operation_out(operation: FormationOperation) -> dto.Operation:
         ),
         response=response,
         error=error,
-    )
-
-
-def form_command(call: Call) -> FormationCommand:
-    """The formation a memory:form request asks for, with the bounds of the enterprise's
-    plan and this deployment, and the vocabulary resolved for the workspace now, as the
-    formation starts (a declaration made while it runs applies to the next one)."""
-    request: dto.FormRequest = call.request
-    container = call.container
-    resolved = resolve_for_formation(container.vocabularies, call.scope.ref)
-    return FormationCommand(
-        scope=call.scope.ref,
-        registration=call.scope.registration,
-        caller=call.caller.principal,
-        turns=[Turn(role=TurnRole(t.role), content=t.content) for t in request.turns],
-        observed_at=request.observed_at,
-        formation_key=request.formation_key,
-        input_token_cap=metered_formation.input_token_cap(
-            container.usage, call.caller.enterprise_id
-        ),
-        vocabulary=None if resolved is None else to_data(resolved),
-        deadline_seconds=container.settings.model_call_timeout_seconds,
     )
 
 
@@ -200,7 +170,7 @@ def structure_out(summary: SummarizedStructures) -> dto.SummarizedStructure:
 
 def get_step(call: Call) -> Reply:
     scope, step_id = call.scope.ref, call.path["stepId"]
-    step = call.container.store.get_step(scope, step_id)
+    step = call.services.store.get_step(scope, step_id)
     if step is None:
         raise NotFound(
             f"execution-log step {step_id!r} was not found in agent workspace {scope.scope_id!r}",

@@ -14,7 +14,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from jennah.api import dto
-from jennah.bootstrap import Container
+from jennah.api.context import Services
 from jennah.domain.access import ApiKey, Caller, CallerKind, RoleBinding, ScopeKind
 from jennah.domain.models import (
     Direction,
@@ -45,7 +45,7 @@ class Reply:
 class Call:
     """One authenticated and authorized request, as a handler sees it."""
 
-    container: Container
+    services: Services
     caller: Caller
     path: Mapping[str, str]
     request: Any  # the parsed body or query parameters; None when the route takes neither
@@ -61,15 +61,15 @@ class Call:
 
 
 def commit(call: Call) -> Reply:
-    container, request = call.container, call.request
+    services, request = call.services, call.request
     command = commands.CommitCommand.model_validate(
         {"scope": call.scope.ref, **request.model_dump()}
     )
     result = commit_service.commit(
         command,
-        container.store,
-        container.embedder,
-        container.now,
+        services.store,
+        services.embedder,
+        services.now,
         registration=call.scope.registration,
     )
     return Reply(
@@ -90,13 +90,13 @@ def commit(call: Call) -> Reply:
 
 
 def query(call: Call) -> Reply:
-    container, request = call.container, call.request
+    services, request = call.services, call.request
     command = commands.QueryCommand(
         scope=call.scope.ref,
         semantic=_semantic(request.semantic),
         graph=_graph(request.graph),
     )
-    result = query_service.query(command, container.store, container.embedder, container.now)
+    result = query_service.query(command, services.store, services.embedder, services.now)
     response = dto.QueryResponse()
     if result.semantic is not None:
         response.semantic = dto.SemanticResults(
@@ -167,7 +167,7 @@ def _filter(flt: dto.Filter, field: str) -> MetadataFilter:
 
 
 def inspect(call: Call) -> Reply:
-    container, params = call.container, call.request
+    services, params = call.services, call.request
     command = inspect_service.InspectCommand(
         scope=call.scope.ref,
         graph=params.graph,
@@ -176,7 +176,7 @@ def inspect(call: Call) -> Reply:
         page_size=params.page_size,
         page_token=params.page_token,
     )
-    page = inspect_service.inspect(command, container.store, container.now)
+    page = inspect_service.inspect(command, services.store, services.now)
     return Reply(
         dto.InspectResponse(
             chunks=[chunk_out(c) for c in page.chunks],
@@ -192,8 +192,8 @@ def inspect(call: Call) -> Reply:
 
 
 def get_caller(call: Call) -> Reply:
-    container = call.container
-    view = admin.describe_caller(container.identity, call.caller)
+    services = call.services
+    view = admin.describe_caller(services.identity, call.caller)
     grants = view.usable
     return Reply(
         dto.CallerResponse(
@@ -211,50 +211,50 @@ def get_caller(call: Call) -> Reply:
 def create_api_key(call: Call) -> Reply:
     request: dto.CreateApiKeyRequest = call.request
     spec = admin.KeySpec.model_validate(request.model_dump())
-    container = call.container
-    created = admin.create_api_key(container.identity, call.caller, spec, container.now())
+    services = call.services
+    created = admin.create_api_key(services.identity, call.caller, spec, services.now())
     resource = key_out(created.view).model_copy(update={"key_string": created.key_string})
     return Reply(resource, headers={"Cache-Control": "no-store"})
 
 
 def list_api_keys(call: Call) -> Reply:
-    container = call.container
-    views = admin.list_api_keys(container.identity, call.caller, container.now())
+    services = call.services
+    views = admin.list_api_keys(services.identity, call.caller, services.now())
     return Reply(dto.ListApiKeysResponse(api_keys=[key_out(v) for v in views]))
 
 
 def revoke_api_key(call: Call) -> Reply:
-    container = call.container
+    services = call.services
     view = admin.revoke_api_key(
-        container.identity, call.caller, call.path["keyId"], container.now()
+        services.identity, call.caller, call.path["keyId"], services.now()
     )
     return Reply(key_out(view))
 
 
 def grant_role(call: Call) -> Reply:
     spec = admin.GrantSpec.model_validate(call.request.model_dump())
-    container = call.container
-    binding = admin.grant_role(container.identity, call.caller, spec, container.now())
+    services = call.services
+    binding = admin.grant_role(services.identity, call.caller, spec, services.now())
     return Reply(binding_out(binding))
 
 
 def revoke_role(call: Call) -> Reply:
     request: dto.RevokeRoleRequest = call.request
-    admin.revoke_role(call.container.identity, call.caller, request.principal, request.role)
+    admin.revoke_role(call.services.identity, call.caller, request.principal, request.role)
     return Reply(dto.Empty())
 
 
 def list_role_bindings(call: Call) -> Reply:
     params: dto.ListRoleBindingsParams = call.request
-    bindings = admin.list_role_bindings(call.container.identity, call.caller, params.principal)
+    bindings = admin.list_role_bindings(call.services.identity, call.caller, params.principal)
     return Reply(dto.ListRoleBindingsResponse(role_bindings=[binding_out(b) for b in bindings]))
 
 
 def create_user(call: Call) -> Reply:
     request: dto.CreateUserRequest = call.request
-    container = call.container
+    services = call.services
     user, token = admin.create_user(
-        container.identity, call.caller, request.principal, container.now()
+        services.identity, call.caller, request.principal, services.now()
     )
     resource = dto.UserResource(principal=user.principal, create_time=user.created_at, token=token)
     return Reply(resource, headers={"Cache-Control": "no-store"})
@@ -266,29 +266,29 @@ def create_user(call: Call) -> Reply:
 def list_scopes(call: Call) -> Reply:
     params: dto.ListScopesParams = call.request
     kind = None if params.kind is None else _kind(params.kind)
-    records = admin.list_scopes(call.container.access, call.container.store, call.caller, kind)
+    records = admin.list_scopes(call.services.access, call.services.store, call.caller, kind)
     return Reply(dto.ListScopesResponse(scopes=[scope_out(r, "scopes") for r in records]))
 
 
 def list_agents(call: Call) -> Reply:
-    container = call.container
-    records = admin.list_scopes(container.access, container.store, call.caller, ScopeKind.AGENT)
+    services = call.services
+    records = admin.list_scopes(services.access, services.store, call.caller, ScopeKind.AGENT)
     return Reply(dto.ListAgentsResponse(agents=[scope_out(r, "agents") for r in records]))
 
 
 def create_scope(call: Call) -> Reply:
     request: dto.CreateScopeRequest = call.request
-    container = call.container
+    services = call.services
     record = admin.create_scope(
-        container.access, container.store, call.caller, request.scope_id, _kind(request.kind)
+        services.access, services.store, call.caller, request.scope_id, _kind(request.kind)
     )
     return Reply(scope_out(record, "scopes"))
 
 
 def destroy_scope(call: Call) -> Reply:
-    container = call.container
+    services = call.services
     erased = admin.destroy_scope(
-        container.store, container.vocabularies, call.scope, container.operations
+        services.store, services.vocabularies, call.scope, services.operations
     )
     return Reply(dto.DestroyScopeResponse(scope_id=call.scope.ref.scope_id, rows_erased=erased))
 

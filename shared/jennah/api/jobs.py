@@ -8,23 +8,21 @@ credential. Each answers with what it did, or a Google error body.
 
 from __future__ import annotations
 
-from datetime import timedelta
-
 import flask
 
 from jennah.api import logs
+from jennah.api.context import Services
 from jennah.api.routes import error_reply, json_response
-from jennah.bootstrap import Container, formation_deps
 from jennah.errors import Aborted, Internal, InvalidArgument, JennahError, Unavailable
 from jennah.ports.tasks import task_from_body
-from jennah.services import formation_operations, usage
-from jennah.services.formation_operations import Outcome
+from jennah.services import usage
+from jennah.services.formation import Outcome
 
 RETRY_AFTER_SECONDS = 10
 
 
-def form_worker(request: flask.Request, container: Container) -> flask.Response:
-    """POST a FormationTask: run its operation once (see `formation_operations.work`).
+def form_worker(request: flask.Request, services: Services) -> flask.Response:
+    """POST a FormationTask: run its operation once (see `Formation.work`).
 
     2xx acknowledges the task: the operation finished (its receipt or its error is
     recorded on it), or there was nothing to do. 503 asks the queue to deliver it
@@ -35,14 +33,7 @@ def form_worker(request: flask.Request, container: Container) -> flask.Response:
         if request.method != "POST":
             raise InvalidArgument(f"{request.method} is not allowed; tasks are delivered by POST")
         task = task_from_body(request.get_data(cache=False))
-        outcome = formation_operations.work(
-            task,
-            formation_deps(container),
-            container.operations,
-            formation_operations.worker_id(),
-            lease=timedelta(seconds=container.settings.operation_lease_seconds),
-            report=logs.log_formation,
-        )
+        outcome = services.formation.work(task)
     except (Unavailable, Aborted) as err:  # the operations store: transient
         logs.log("WARNING", f"form-worker: {err.status}: {err.message}; the queue retries")
         outcome = Outcome.RETRY
@@ -58,12 +49,12 @@ def form_worker(request: flask.Request, container: Container) -> flask.Response:
     return json_response({"outcome": outcome.value, "operation": task.operation_id}, 200)
 
 
-def usage_rollup(request: flask.Request, container: Container) -> flask.Response:
+def usage_rollup(request: flask.Request, services: Services) -> flask.Response:
     """POST: fold the ledger up to now minus the rollup lag."""
     try:
         if request.method != "POST":
             raise InvalidArgument(f"{request.method} is not allowed; the rollup is run by POST")
-        result = usage.rollup(container.usage, container.now())
+        result = usage.rollup(services.ledger, services.now())
     except JennahError as err:
         return error_reply(err)
     except Exception as exc:  # log it, tell the caller nothing inside

@@ -27,8 +27,8 @@ import flask
 from pydantic import BaseModel, ValidationError
 
 from jennah.api import billing, dto, formation, handlers, logs, vocabulary
+from jennah.api.context import Services
 from jennah.api.errors import MethodNotAllowed, error_response, from_validation_error
-from jennah.bootstrap import Container
 from jennah.domain import rules
 from jennah.domain.access import Caller, Permission, ScopeKind
 from jennah.errors import Internal, InvalidArgument, JennahError, NotFound
@@ -326,16 +326,16 @@ ALL_ROUTES: tuple[Route, ...] = (
 )
 
 
-def serve(request: flask.Request, routes: Sequence[Route], container: Container) -> flask.Response:
+def serve(request: flask.Request, routes: Sequence[Route], services: Services) -> flask.Response:
     """Answer one HTTP request with the routes given; never raises."""
     started = time.perf_counter()
     logs.bind_trace(
         logs.trace_from_header(
-            request.headers.get("X-Cloud-Trace-Context"), container.settings.spanner_project
+            request.headers.get("X-Cloud-Trace-Context"), services.trace_project
         )
     )
     try:
-        reply = dispatch(request, routes, container)
+        reply = dispatch(request, routes, services)
         response = json_response(dto_body(reply.body), 200, reply.headers)
     except JennahError as err:
         response = error_reply(err)
@@ -356,11 +356,11 @@ def serve(request: flask.Request, routes: Sequence[Route], container: Container)
 
 
 def dispatch(
-    request: flask.Request, routes: Sequence[Route], container: Container
+    request: flask.Request, routes: Sequence[Route], services: Services
 ) -> handlers.Reply:
     """Route, authenticate, authorize, parse and handle; raises JennahError on any refusal."""
     route, path = match(request.method, request.path, routes)
-    access = container.access
+    access = services.access
     caller = access.authenticate(request.headers.get("Authorization"))
     for name, value in path.items():
         rules.validate_identifier(value, name)
@@ -371,7 +371,7 @@ def dispatch(
         parsed = parse_params(request.args, route.params_model)
     else:
         parsed = None
-    return route.handler(handlers.Call(container, caller, path, parsed, opened))
+    return route.handler(handlers.Call(services, caller, path, parsed, opened))
 
 
 def authorize(

@@ -26,11 +26,11 @@ from jennah.services.vocabulary import VocabularyView
 
 def declare(call: Call) -> Reply:
     request: dto.DeclareVocabularyRequest = call.request
-    container = call.container
+    services = call.services
     view = service.declare(
         call.caller,
-        container.access,
-        container.vocabularies,
+        services.access,
+        services.vocabularies,
         request.scope_id,
         None if request.vocabulary is None else vocabulary_in(request.vocabulary),
     )
@@ -39,15 +39,15 @@ def declare(call: Call) -> Reply:
 
 def get(call: Call) -> Reply:
     params: dto.VocabularyParams = call.request
-    container = call.container
-    view = service.get(call.caller, container.access, container.vocabularies, params.scope_id)
+    services = call.services
+    view = service.get(call.caller, services.access, services.vocabularies, params.scope_id)
     return Reply(view_out(view))
 
 
 def remove(call: Call) -> Reply:
     params: dto.VocabularyParams = call.request
-    container = call.container
-    service.remove(call.caller, container.access, container.vocabularies, params.scope_id)
+    services = call.services
+    service.remove(call.caller, services.access, services.vocabularies, params.scope_id)
     return Reply(dto.Empty())
 
 

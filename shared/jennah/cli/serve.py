@@ -11,12 +11,20 @@ from urllib.parse import urlsplit
 
 import click
 
-from jennah.auth import credentials_path
+from jennah.auth import (
+    LocalCredentials,
+    credentials_path,
+    read_local_credentials,
+    write_local_credentials,
+)
 from jennah.cli.options import data_dir_option, load_settings
+from jennah.domain.access import LOCAL_ENTERPRISE_ID, ROOT_PRINCIPAL
+from jennah.errors import JennahError
 from jennah.settings import Settings
 
 if TYPE_CHECKING:
-    from jennah.bootstrap import LocalRoot
+    from jennah.bootstrap import Container
+    from jennah.services.local_enterprise import LocalRoot
 
 DEFAULT_PORT = 8080
 
@@ -58,7 +66,7 @@ def serve(host: str | None, port: int | None, data_dir: Path | None, no_preload:
     from werkzeug.serving import make_server  # the server's imports stay off other commands
 
     from jennah.api.app import create_app
-    from jennah.bootstrap import Container, ensure_local_root
+    from jennah.bootstrap import Container
 
     settings = load_settings(data_dir)
     default_host, default_port = _endpoint_address(settings.endpoint)
@@ -86,6 +94,30 @@ def serve(host: str | None, port: int | None, data_dir: Path | None, no_preload:
         container.close()
 
 
+def ensure_local_root(container: Container) -> LocalRoot:
+    """Make `<data_dir>/credentials.json` hold a working root credential of the local
+    enterprise (`services.local_enterprise`); the credential and what it took."""
+    from jennah.services.local_enterprise import ensure_local_root as ensure
+
+    data_dir = container.settings.data_dir
+    root = ensure(
+        container.identity, container.ledger, container.access, container.now(),
+        _known_token(data_dir),
+    )  # fmt: skip
+    if root.changed:
+        write_local_credentials(data_dir, LocalCredentials(token=root.token))
+    return root
+
+
+def _known_token(data_dir: Path) -> str | None:
+    if not credentials_path(data_dir).exists():
+        return None
+    try:
+        return read_local_credentials(data_dir).token
+    except JennahError:
+        return None
+
+
 def _endpoint_address(endpoint: str) -> tuple[str, int]:
     parts = urlsplit(endpoint)
     return parts.hostname or "127.0.0.1", parts.port or DEFAULT_PORT
@@ -103,8 +135,8 @@ def _print_banner(settings: Settings, host: str, port: int, root: LocalRoot) -> 
     click.echo(f"  store      {store}")
     click.echo(f"  embedder   {settings.embedder}")
     click.echo(f"  openapi    {url}/openapi.json")
-    click.echo(f"  root       {root.credentials.principal} of enterprise "
-               f"{root.credentials.enterprise_id!r}: {_root_news(root)}")  # fmt: skip
+    click.echo(f"  root       {ROOT_PRINCIPAL} of enterprise "
+               f"{LOCAL_ENTERPRISE_ID!r}: {_root_news(root)}")  # fmt: skip
     click.echo(f"  token      jnh auth print-token --data-dir {settings.data_dir}")
     click.echo(f"             (held in {credentials_path(settings.data_dir)}; jnh uses it")
     click.echo("             when no --token, JENNAH_TOKEN or `jnh auth login` says otherwise)")

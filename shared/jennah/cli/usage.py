@@ -222,7 +222,7 @@ def rollup(data_dir: Path | None, output: str) -> None:
 
     container = Container(load_settings(data_dir))
     try:
-        result = usage_service.rollup(container.usage, container.now())
+        result = usage_service.rollup(container.ledger, container.now())
     except JennahError as err:
         raise local_failure(err) from None
     finally:

@@ -16,6 +16,10 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from jennah.errors import InvalidArgument
 
+# The embedded default's own enterprise and its root user (`jnh serve`).
+LOCAL_ENTERPRISE_ID = "local"
+ROOT_PRINCIPAL = "user:root"
+
 
 class Permission(StrEnum):
     MEMORY_FORM = "agent.memory:form"

@@ -1,4 +1,5 @@
-"""memory:form, synchronously: extraction, verification, reconciliation, one commit.
+"""The formation itself: bounds and replay (`prepare`), then extraction, verification,
+reconciliation and one commit (`run`). `use_case` runs them as an operation.
 
 The steps, in order (each its own module):
 1. bounds (`command`): turns, formationKey, observedAt, the plan's input cap;
@@ -59,41 +60,6 @@ from jennah.services.formation.resolution import resolve_shared_memories
 from jennah.services.formation.usage import CallBounds, FormationUsage
 from jennah.services.formation.verdicts import VerdictContext
 from jennah.services.formation.verification import verify
-
-
-def form(
-    command: FormationCommand,
-    store: MemoryStore,
-    embedder: Embedder,
-    model: LanguageModel,
-    now: Callable[[], datetime],
-    *,
-    usage: FormationUsage | None = None,
-    similarity_threshold: float = SIMILARITY_THRESHOLD,
-) -> FormationReceipt:
-    """Form memory from a conversation and commit it atomically; the receipt.
-
-    `prepare` then `run`, with the clock read once, on receipt. Raises
-    INVALID_ARGUMENT for a request out of bounds or a reused formationKey
-    (nothing spent); the model's DEADLINE_EXCEEDED or ABORTED when a call hits its
-    time or output bound, and INTERNAL for an answer off its schema (nothing
-    written); ABORTED with FORMATION_KEY_CLAIMED, FORMATION_SUPERSEDED_FIRST or
-    FORMATION_WRITE_CONFLICT when a concurrent write commits first (nothing
-    written). `usage`, when given, accumulates the attempted model calls and
-    the tokens they reported as they happen, so a caller can meter a formation
-    that failed after reaching the model; a replay leaves it untouched.
-    """
-    prepared = prepare(command, store, now())
-    if isinstance(prepared, FormationReceipt):
-        return prepared
-    return run(
-        prepared,
-        store,
-        embedder,
-        model,
-        usage=usage if usage is not None else FormationUsage(),
-        similarity_threshold=similarity_threshold,
-    )
 
 
 @dataclass(frozen=True)
