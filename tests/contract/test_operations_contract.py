@@ -23,16 +23,16 @@ import pytest
 from pydantic import ValidationError
 
 from jennah import errors
-from jennah.ports.operations import (
+from jennah.domain.operations import (
     CLIENT_CLOSED_MESSAGE,
     Claim,
     ClaimOutcome,
     FormationOperation,
     OperationError,
     OperationState,
-    OperationStore,
     new_operation_id,
 )
+from jennah.ports.operations import OperationStore
 
 NOW = datetime(2030, 1, 1, 12, 0, 0, 123456, tzinfo=UTC)
 LEASE = timedelta(minutes=5)

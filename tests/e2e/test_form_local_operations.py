@@ -17,7 +17,7 @@ from werkzeug.serving import make_server
 
 from jennah.adapters.models.scripted import ScriptedModel, Slow
 from jennah.api.app import create_app
-from jennah.ports.operations import OperationState
+from jennah.domain.operations import OperationState
 from tests.unit.fakes import TOKEN
 from tests.unit.test_api_form import FORM, TOKYO, _extraction, rows, sqlite_api
 
@@ -85,9 +85,7 @@ def test_the_async_mode_round_trips(served: tuple[str, object, ScriptedModel]) -
             break
         time.sleep(0.02)
     assert operation["done"] and operation["metadata"]["state"] == "SUCCEEDED"
-    assert [c["text"] for c in operation["response"]["candidates"]] == [
-        "The user lives in Tokyo."
-    ]
+    assert [c["text"] for c in operation["response"]["candidates"]] == ["The user lives in Tokyo."]
 
 
 def _state(row: tuple[object, ...]) -> str:

@@ -37,7 +37,7 @@ from typing import Any, TypeVar
 import httpx
 import pytest
 
-from jennah.ports.operations import FormationOperation, OperationState
+from jennah.domain.operations import FormationOperation, OperationState
 from jennah.ports.tasks import FormationTask
 from tests.support.emulator_process import free_port
 from tests.support.functions_process import DeliveryTap, FunctionProcess, TapDelivery, stop_all

@@ -15,7 +15,7 @@ from jennah.adapters.models.scripted import ScriptedModel
 from jennah.api import jobs
 from jennah.bootstrap import Container
 from jennah.domain.billing import UsageRecord
-from jennah.ports.operations import OperationState
+from jennah.domain.operations import OperationState
 from jennah.ports.tasks import FormationTask, task_body
 from jennah.services import formation_operations
 from tests.unit.test_api_form import FORM, TOKYO, _extraction, sqlite_api
@@ -25,9 +25,7 @@ ONE_FACT = _extraction(("The user lives in Tokyo.", "I live in Tokyo"))
 
 def serve(container: Container, handler: Any) -> flask.testing.FlaskClient:
     app = flask.Flask("job")
-    app.add_url_rule(
-        "/", "job", lambda: handler(flask.request, container), methods=["GET", "POST"]
-    )
+    app.add_url_rule("/", "job", lambda: handler(flask.request, container), methods=["GET", "POST"])
     return app.test_client()
 
 

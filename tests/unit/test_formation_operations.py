@@ -31,12 +31,8 @@ from jennah.domain.access import Caller
 from jennah.domain.billing import EnterpriseBilling, Plan, UsageRecord
 from jennah.domain.formation import FormationReceipt, Turn, TurnRole
 from jennah.domain.models import CommitPlan, CommitResult, ScopeRecord, ScopeRef
+from jennah.domain.operations import CLIENT_CLOSED_MESSAGE, FormationOperation, OperationState
 from jennah.errors import JennahError
-from jennah.ports.operations import (
-    CLIENT_CLOSED_MESSAGE,
-    FormationOperation,
-    OperationState,
-)
 from jennah.ports.tasks import FormationTask
 from jennah.services import formation_operations as ops
 from jennah.services.formation import FormationCommand

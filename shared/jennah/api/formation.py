@@ -30,9 +30,9 @@ from jennah.domain.formation import (
     TurnRole,
 )
 from jennah.domain.models import ExecutionLogStep
+from jennah.domain.operations import FormationOperation
 from jennah.domain.vocabulary import to_data
 from jennah.errors import NotFound
-from jennah.ports.operations import FormationOperation
 from jennah.services import formation_operations, metered_formation
 from jennah.services.formation import FormationCommand
 from jennah.services.vocabulary import resolve_for_formation

@@ -12,7 +12,7 @@ import traceback
 from contextvars import ContextVar
 
 from jennah.domain.formation import FormationReceipt
-from jennah.ports.operations import FormationOperation, OperationState
+from jennah.domain.operations import FormationOperation, OperationState
 from jennah.services.formation.usage import FormationUsage
 
 TRACE_FIELD = "logging.googleapis.com/trace"

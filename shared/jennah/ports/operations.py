@@ -9,10 +9,9 @@ at a time, and one whose lease ran out may be claimed again. The first finish
 wins. A client that disconnects cancels the operation; a running worker sees
 `cancel_requested` before its commit and finishes it CANCELLED, writing nothing.
 
-States: QUEUED -> RUNNING -> SUCCEEDED | FAILED | CANCELLED, and RUNNING ->
-QUEUED on `release`. The transitions are the pure functions at the end of this
-module; each adapter applies one of them to the stored operation in one atomic
-read-modify-write, so the adapters share the rules and differ only in storage.
+States and transitions are domain (`jennah.domain.operations`): each adapter
+applies one transition to the stored operation in one atomic read-modify-write,
+so the adapters share the rules and differ only in storage.
 
 Control documents: Firestore in production (a TTL policy on `expireTime`
 deletes expired operations), the SQLite file in the embedded default (`sweep`
@@ -27,112 +26,10 @@ timezone-aware; they are stored in UTC with microsecond precision.
 
 from __future__ import annotations
 
-import re
-import uuid
-from datetime import UTC, datetime, timedelta
-from enum import StrEnum
+from datetime import datetime, timedelta
 from typing import Protocol
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, field_validator
-
-OPERATION_ID_PATTERN = re.compile(r"op_[0-9a-f]{32}")
-
-CANCELLED = "CANCELLED"  # the canonical status of an operation the client abandoned
-CLIENT_CLOSED_MESSAGE = "the client closed the connection before the formation finished"
-
-
-class OperationState(StrEnum):
-    QUEUED = "QUEUED"
-    RUNNING = "RUNNING"
-    SUCCEEDED = "SUCCEEDED"
-    FAILED = "FAILED"
-    CANCELLED = "CANCELLED"
-
-    @property
-    def done(self) -> bool:
-        """A final state: nothing changes the operation any more."""
-        return self in _DONE
-
-
-_DONE = frozenset({OperationState.SUCCEEDED, OperationState.FAILED, OperationState.CANCELLED})
-
-
-class OperationError(BaseModel):
-    """Why an operation did not succeed, as the API will report it."""
-
-    model_config = ConfigDict(frozen=True)
-
-    code: str  # canonical google.rpc status name, e.g. "DEADLINE_EXCEEDED"
-    message: str
-    reason: str | None = None
-    metadata: dict[str, str] = Field(default_factory=dict)
-
-
-def client_closed_error() -> OperationError:
-    """The error of an operation cancelled because its client went away."""
-    return OperationError(code=CANCELLED, message=CLIENT_CLOSED_MESSAGE)
-
-
-def new_operation_id() -> str:
-    """A fresh operation id: "op_" and 32 lowercase hex digits (128 random bits)."""
-    return f"op_{uuid.uuid4().hex}"
-
-
-class FormationOperation(BaseModel):
-    """One `memory:form` call in flight or recently finished.
-
-    `request_json` and `receipt_json` are opaque to the store (one string field
-    each: a Firestore document holds at most 1 MiB in all). The lease fields
-    are set while a worker holds the operation (RUNNING) and cleared otherwise.
-    """
-
-    operation_id: str
-    enterprise_id: str
-    scope_id: str  # the agent workspace
-    caller: str  # "user:<id>" or "api_key:<id>"
-    state: OperationState = OperationState.QUEUED
-    request_json: str
-    formation_id: str | None = None  # the admitted formation's id in the usage ledger
-    formation_key: str | None = None
-    cancel_requested: bool = False
-    attempts: int = Field(default=0, ge=0)
-    lease_owner: str | None = None
-    lease_expires_at: AwareDatetime | None = None
-    receipt_json: str | None = None
-    error: OperationError | None = None
-    create_time: AwareDatetime
-    update_time: AwareDatetime
-    expire_time: AwareDatetime
-
-    @field_validator("operation_id")
-    @classmethod
-    def _operation_id(cls, value: str) -> str:
-        if not OPERATION_ID_PATTERN.fullmatch(value):
-            raise ValueError('an operation id is "op_" and 32 lowercase hex digits')
-        return value
-
-    @field_validator("lease_expires_at", "create_time", "update_time", "expire_time")
-    @classmethod
-    def _in_utc(cls, value: datetime | None) -> datetime | None:
-        return None if value is None else value.astimezone(UTC)
-
-    @property
-    def done(self) -> bool:
-        return self.state.done
-
-
-class ClaimOutcome(StrEnum):
-    CLAIMED = "CLAIMED"  # this worker holds the lease: run the formation
-    FINISHED = "FINISHED"  # already done, or cancelled before it ran: acknowledge, no model call
-    BUSY = "BUSY"  # another worker holds a live lease: answer 503 so the queue retries later
-    MISSING = "MISSING"  # no such operation (expired, erased, or another enterprise's)
-
-
-class Claim(BaseModel):
-    """What a claim found; `operation` is the operation as it now is (None when MISSING)."""
-
-    outcome: ClaimOutcome
-    operation: FormationOperation | None
+from jennah.domain.operations import Claim, FormationOperation, OperationError
 
 
 class OperationStore(Protocol):
@@ -196,107 +93,3 @@ class OperationStore(Protocol):
     def delete_scope(self, enterprise_id: str, scope_id: str) -> int:
         """Erase the operations of a destroyed scope (they hold its turns); how many."""
         ...
-
-
-# -- the transitions: pure, shared by every adapter -------------------------------
-
-
-def after_claim(
-    operation: FormationOperation | None,
-    worker: str,
-    now: datetime,
-    lease: timedelta,
-) -> Claim:
-    """The claim of `worker` on `operation` (see OperationStore.claim)."""
-    now = _utc(now)
-    if operation is None:
-        return Claim(outcome=ClaimOutcome.MISSING, operation=None)
-    if operation.done:
-        return Claim(outcome=ClaimOutcome.FINISHED, operation=operation)
-    if operation.cancel_requested:
-        return Claim(outcome=ClaimOutcome.FINISHED, operation=_ended(operation, now, None))
-    if (
-        operation.state is OperationState.RUNNING
-        and operation.lease_owner != worker
-        and operation.lease_expires_at is not None
-        and operation.lease_expires_at > now
-    ):
-        return Claim(outcome=ClaimOutcome.BUSY, operation=operation)
-    claimed = operation.model_copy(
-        update={
-            "state": OperationState.RUNNING,
-            "attempts": operation.attempts + 1,
-            "lease_owner": worker,
-            "lease_expires_at": now + lease,
-            "update_time": now,
-        }
-    )
-    return Claim(outcome=ClaimOutcome.CLAIMED, operation=claimed)
-
-
-def check_outcome(receipt_json: str | None, error: OperationError | None) -> None:
-    """ValueError unless exactly one of a receipt and an error is given."""
-    if (receipt_json is None) == (error is None):
-        raise ValueError("finish an operation with exactly one of receipt_json and error")
-
-
-def after_finish(
-    operation: FormationOperation,
-    now: datetime,
-    receipt_json: str | None,
-    error: OperationError | None,
-) -> FormationOperation:
-    """SUCCEEDED with the receipt, or FAILED with the error (CANCELLED when its code is
-    CANCELLED); a done operation is unchanged. A receipt wins over a pending cancel:
-    the formation did commit."""
-    check_outcome(receipt_json, error)
-    if operation.done:
-        return operation
-    if receipt_json is not None:
-        return _cleared(operation, now).model_copy(
-            update={"state": OperationState.SUCCEEDED, "receipt_json": receipt_json}
-        )
-    return _ended(operation, now, error)
-
-
-def after_release(operation: FormationOperation, worker: str, now: datetime) -> FormationOperation:
-    """Back to QUEUED, lease cleared, when `worker` holds it and it is not done; CANCELLED
-    instead when a cancel was requested meanwhile (nobody waits for it any more)."""
-    if operation.done or operation.lease_owner != worker:
-        return operation
-    if operation.cancel_requested:
-        return _ended(operation, now, None)
-    return _cleared(operation, now).model_copy(update={"state": OperationState.QUEUED})
-
-
-def after_cancel(operation: FormationOperation, now: datetime) -> FormationOperation:
-    """CANCELLED when QUEUED; cancel_requested when RUNNING; unchanged when done."""
-    if operation.done:
-        return operation
-    if operation.state is OperationState.QUEUED:
-        return _ended(operation, now, None)
-    if operation.cancel_requested:
-        return operation
-    return operation.model_copy(update={"cancel_requested": True, "update_time": _utc(now)})
-
-
-def _ended(
-    operation: FormationOperation, now: datetime, error: OperationError | None
-) -> FormationOperation:
-    """Done with `error` (the client-closed error when None): FAILED, or CANCELLED
-    when the error's code is CANCELLED."""
-    error = error or client_closed_error()
-    state = OperationState.CANCELLED if error.code == CANCELLED else OperationState.FAILED
-    return _cleared(operation, now).model_copy(update={"state": state, "error": error})
-
-
-def _cleared(operation: FormationOperation, now: datetime) -> FormationOperation:
-    return operation.model_copy(
-        update={"lease_owner": None, "lease_expires_at": None, "update_time": _utc(now)}
-    )
-
-
-def _utc(now: datetime) -> datetime:
-    if now.tzinfo is None:
-        raise ValueError("operation instants must be timezone-aware")
-    return now.astimezone(UTC)

@@ -35,15 +35,15 @@ from pydantic import AwareDatetime, BaseModel
 from jennah import errors
 from jennah.domain.access import Caller
 from jennah.domain.formation import FormationReceipt
-from jennah.errors import JennahError
-from jennah.ports.operations import (
+from jennah.domain.operations import (
     ClaimOutcome,
     FormationOperation,
     OperationError,
     OperationState,
-    OperationStore,
     new_operation_id,
 )
+from jennah.errors import JennahError
+from jennah.ports.operations import OperationStore
 from jennah.ports.tasks import FormationTask, TaskQueue
 from jennah.services import formation, metered_formation
 from jennah.services.billing import AdmittedFormation, settle_formation

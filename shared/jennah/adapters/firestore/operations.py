@@ -12,7 +12,7 @@ typically within a day of expiry, and `sweep` deletes them on demand with a
 collection-group query on `expireTime`.
 
 Each change is one atomic read-modify-write of the document: read it, apply the
-transition (`jennah.ports.operations`), and update it on the condition that it
+transition (`jennah.domain.operations`), and update it on the condition that it
 has not changed since the read (its update time). Of concurrent writers the
 first wins; the others read again and decide anew (a second claimer then finds
 the lease taken). Optimistic, like the identity adapter, rather than a
@@ -32,8 +32,7 @@ from google.cloud.firestore_v1.field_path import FieldPath
 
 from jennah.adapters.firestore.calls import DEFAULT_TIMEOUT_SECONDS, CallBounds
 from jennah.adapters.firestore.documents import document_id, from_fields, to_fields
-from jennah.errors import Aborted, AlreadyExists
-from jennah.ports.operations import (
+from jennah.domain.operations import (
     Claim,
     FormationOperation,
     OperationError,
@@ -43,6 +42,7 @@ from jennah.ports.operations import (
     after_release,
     check_outcome,
 )
+from jennah.errors import Aborted, AlreadyExists
 
 ENTERPRISES = "enterprises"
 OPERATIONS = "operations"  # the collection group of the TTL policy

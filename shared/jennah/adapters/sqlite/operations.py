@@ -7,7 +7,7 @@ error is a JSON object; request and receipt are kept as given. An ordinary
 rowid table: rows carry requests of up to about 1 MiB, which WITHOUT ROWID
 tables store poorly.
 
-Each change reads the row and writes the transition (`jennah.ports.operations`)
+Each change reads the row and writes the transition (`jennah.domain.operations`)
 in one BEGIN IMMEDIATE transaction, so concurrent claims, finishes and cancels
 are serialized across threads (one writer connection under a lock) and across
 processes (SQLite's write lock). Reads use pooled connections (WAL).
@@ -21,8 +21,7 @@ from typing import TYPE_CHECKING
 
 from jennah.adapters.sqlite.codec import from_micros, required_datetime, required_micros, to_micros
 from jennah.adapters.sqlite.connection import ControlFile, IntegrityError
-from jennah.errors import AlreadyExists
-from jennah.ports.operations import (
+from jennah.domain.operations import (
     Claim,
     FormationOperation,
     OperationError,
@@ -33,6 +32,7 @@ from jennah.ports.operations import (
     after_release,
     check_outcome,
 )
+from jennah.errors import AlreadyExists
 
 if TYPE_CHECKING:
     from sqlite3 import Connection, Row
