@@ -36,9 +36,9 @@ from jennah.api.app import create_app
 from jennah.bootstrap import Container, ensure_local_root
 from jennah.domain.formation import Turn, TurnRole
 from jennah.domain.models import ScopeRecord, ScopeRef
+from jennah.ports.prompts import read_data
 from jennah.services import formation
 from jennah.services.formation import FormationCommand
-from jennah.services.prompts import read_data
 from jennah.settings import Settings
 
 

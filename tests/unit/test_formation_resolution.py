@@ -9,10 +9,10 @@ import pytest
 from jennah.domain import rules
 from jennah.domain.formation import CandidateKind, Decision, ExtractedCandidate
 from jennah.domain.models import MemoryRecord, MemoryType, ScopeRef
+from jennah.ports.prompts import ReconcileChoice
 from jennah.services.formation.candidates import Candidate, Memory, node_id, normalize_text
 from jennah.services.formation.resolution import resolve_shared_memories
 from jennah.services.formation.verdicts import VerdictContext, check
-from jennah.services.prompts import ReconcileChoice
 
 SCOPE = ScopeRef(enterprise_id="e", scope_id="s")
 NOW = datetime(2026, 8, 25, tzinfo=UTC)
