@@ -27,6 +27,7 @@ from jennah.domain.access import User
 from jennah.domain.billing import EnterpriseBilling, Plan
 from jennah.errors import AlreadyExists, Internal, JennahError
 from jennah.ports.embedder import Embedder
+from jennah.ports.id_token import IdTokenVerifier
 from jennah.ports.identity import IdentityStore
 from jennah.ports.model import LanguageModel
 from jennah.ports.operations import OperationStore
@@ -36,7 +37,6 @@ from jennah.ports.usage import UsageLedger
 from jennah.ports.vocabulary import VocabularyStore
 from jennah.services.access import (
     Access,
-    IdTokenVerifier,
     create_enterprise,
     hash_secret,
     new_secret,

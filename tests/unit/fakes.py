@@ -42,7 +42,8 @@ from jennah.domain.models import (
 )
 from jennah.domain.vocabulary import Declaration, Vocabulary
 from jennah.errors import AlreadyExists, NotFound
-from jennah.services.access import IdTokenVerifier, hash_secret, user_token
+from jennah.ports.id_token import IdTokenVerifier
+from jennah.services.access import hash_secret, user_token
 from jennah.settings import Settings
 
 ENTERPRISE = "local"
