@@ -29,11 +29,11 @@ from jennah.errors import AlreadyExists, Internal, JennahError
 from jennah.ports.embedder import Embedder
 from jennah.ports.id_token import IdTokenVerifier
 from jennah.ports.identity import IdentityStore
+from jennah.ports.ledger import UsageLedger
 from jennah.ports.model import LanguageModel
 from jennah.ports.operations import OperationStore
 from jennah.ports.store import MemoryStore
 from jennah.ports.tasks import FormationTask, TaskQueue
-from jennah.ports.usage import UsageLedger
 from jennah.ports.vocabulary import VocabularyStore
 from jennah.services.access import (
     Access,
@@ -77,7 +77,7 @@ class Container:
         store: MemoryStore | None = None,
         identity: IdentityStore | None = None,
         vocabularies: VocabularyStore | None = None,
-        usage: UsageLedger | None = None,
+        ledger: UsageLedger | None = None,
         operations: OperationStore | None = None,
         tasks: TaskQueue | None = None,
         embedder: Embedder | None = None,
@@ -90,7 +90,7 @@ class Container:
         self._store = store
         self._identity = identity
         self._vocabularies = vocabularies
-        self._usage = usage
+        self._ledger = ledger
         self._operations = operations
         self._tasks = tasks
         self._spanner_database: Any = None
@@ -124,12 +124,12 @@ class Container:
             return self._vocabularies
 
     @property
-    def usage(self) -> UsageLedger:
+    def ledger(self) -> UsageLedger:
         """The usage ledger and billing settings, in the memory store's database."""
         with self._lock:
-            if self._usage is None:
-                self._usage = build_usage(self.settings, self._spanner)
-            return self._usage
+            if self._ledger is None:
+                self._ledger = build_ledger(self.settings, self._spanner)
+            return self._ledger
 
     @property
     def operations(self) -> OperationStore:
@@ -200,7 +200,7 @@ class Container:
             self._store,
             self._identity,
             self._vocabularies,
-            self._usage,
+            self._ledger,
             self._operations,
         ):
             if isinstance(adapter, _Closable):
@@ -224,18 +224,18 @@ def build_store(settings: Settings, spanner: SpannerDatabaseFactory | None = Non
     return SqliteStore(_local_control_file(settings))
 
 
-def build_usage(settings: Settings, spanner: SpannerDatabaseFactory | None = None) -> UsageLedger:
+def build_ledger(settings: Settings, spanner: SpannerDatabaseFactory | None = None) -> UsageLedger:
     """The usage ledger beside the memory store: in the same Spanner database or SQLite
     file, so admission reads usage and settings in one transaction."""
     if settings.store == "spanner":
-        from jennah.adapters.spanner.usage import SpannerUsageLedger
+        from jennah.adapters.spanner.ledger import SpannerUsageLedger
 
         return SpannerUsageLedger(
             _spanner_database(settings, spanner),
             timeout_seconds=settings.spanner_timeout_seconds,
             default_plan=settings.default_plan,
         )
-    from jennah.adapters.sqlite.usage import SqliteUsageLedger
+    from jennah.adapters.sqlite.ledger import SqliteUsageLedger
 
     return SqliteUsageLedger(_local_control_file(settings), default_plan=settings.default_plan)
 
@@ -364,7 +364,7 @@ def formation_deps(container: Container) -> FormationDeps:
         store=container.store,
         embedder=container.embedder,
         model=container.model,
-        ledger=container.usage,
+        ledger=container.ledger,
         now=container.now,
     )
 
@@ -465,7 +465,7 @@ def ensure_local_root(container: Container) -> LocalRoot:
             created = False
         else:
             created = True
-            container.usage.put_billing(LOCAL_BILLING)
+            container.ledger.put_billing(LOCAL_BILLING)
     else:
         token, created = _rotate_root(identity, container.now()), False
     credentials = LocalCredentials(token=token)

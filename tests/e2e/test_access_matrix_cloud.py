@@ -100,8 +100,8 @@ def cloud_world(cloud: tuple[Any, Any]) -> World:
     from jennah.adapters.firestore.identity import FirestoreIdentityStore
     from jennah.adapters.firestore.operations import FirestoreOperationStore
     from jennah.adapters.firestore.vocabulary import FirestoreVocabularyStore
+    from jennah.adapters.spanner.ledger import SpannerUsageLedger
     from jennah.adapters.spanner.store import SpannerStore
-    from jennah.adapters.spanner.usage import SpannerUsageLedger
 
     database, client = cloud
     tag = "-" + uuid.uuid4().hex[:10]
@@ -110,7 +110,7 @@ def cloud_world(cloud: tuple[Any, Any]) -> World:
         store=SpannerStore(database),
         identity=FirestoreIdentityStore(client),
         vocabularies=FirestoreVocabularyStore(client),
-        usage=SpannerUsageLedger(database),
+        ledger=SpannerUsageLedger(database),
         operations=FirestoreOperationStore(client),
         embedder=HashingEmbedder(),
     )

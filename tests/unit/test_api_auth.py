@@ -196,10 +196,10 @@ def test_the_first_start_creates_the_local_enterprise_and_a_private_credential(
     tmp_path: Path,
 ) -> None:
     container = local(tmp_path)
-    assert container.usage.get_billing("local").plan is Plan.FREE  # no settings yet
+    assert container.ledger.get_billing("local").plan is Plan.FREE  # no settings yet
     root = bootstrap.ensure_local_root(container)
     assert root.created_enterprise and not root.rotated
-    assert container.usage.get_billing("local").plan is Plan.ENTERPRISE  # for development
+    assert container.ledger.get_billing("local").plan is Plan.ENTERPRISE  # for development
     path = credentials_path(tmp_path)
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
     stored = json.loads(path.read_text())

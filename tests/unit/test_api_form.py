@@ -329,7 +329,7 @@ def test_the_input_cap_names_the_plan_cap(
     with sqlite_api(tmp_path, model) as api:
         if plan is not None:
             billing = EnterpriseBilling(enterprise_id=ENTERPRISE, plan=plan)
-            api.container.usage.put_billing(billing)
+            api.container.ledger.put_billing(billing)
         under = {"turns": [user("x" * (cap * 4 - 200))]}  # just under the cap: formed
         assert api.post(FORM, under).status_code == 200
         assert len(model.calls) == 1

@@ -41,7 +41,7 @@ def api(tmp_path: Path) -> Iterator[Any]:
 def test_the_rollup_folds_the_ledger_once(api: Any) -> None:
     container = api.container
     old = container.now() - timedelta(hours=3)
-    container.usage.record_many([
+    container.ledger.record_many([
         UsageRecord(enterprise_id="local", spent_in_scope="bot", caller="user:root",
                     model="m", region="r", input_tokens=10, output_tokens=5, units=1,
                     formation_id=f"fu_{i}", recorded_at=old)

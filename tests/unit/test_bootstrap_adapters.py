@@ -110,7 +110,7 @@ def test_the_default_plan_comes_from_the_environment(
     monkeypatch.setenv("JENNAH_DEFAULT_PLAN", "SCALE")
     container = Container(Settings(data_dir=tmp_path))
     try:
-        assert container.usage.get_billing("acme").plan is Plan.SCALE
+        assert container.ledger.get_billing("acme").plan is Plan.SCALE
     finally:
         container.close()
 

@@ -30,7 +30,7 @@ def test_create_prints_a_working_root_credential_once_and_sets_the_plan(tmp_path
     try:
         caller = container.access.authenticate(f"Bearer {token}")
         assert (caller.enterprise_id, caller.principal) == ("acme", "user:alice@example.com")
-        billing = container.usage.get_billing("acme")
+        billing = container.ledger.get_billing("acme")
         assert billing.plan is Plan.PRO and billing.billable
     finally:
         container.close()
@@ -42,7 +42,7 @@ def test_an_existing_enterprise_is_refused_and_keeps_its_plan(tmp_path: Path) ->
     assert code != 0 and "ALREADY_EXISTS" in err and out == ""
     container = Container(Settings(data_dir=tmp_path, embedder="hashing"))
     try:
-        assert container.usage.get_billing("acme").plan is Plan.TEAM
+        assert container.ledger.get_billing("acme").plan is Plan.TEAM
         assert container.identity.get_user("user:mallory") is None
     finally:
         container.close()

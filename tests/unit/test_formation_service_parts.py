@@ -22,7 +22,7 @@ from jennah.ports.prompts import ExtractionAnswer
 from jennah.services.formation import FormationCommand, FormationUsage, estimate_input_tokens
 from jennah.services.formation.candidates import Candidate
 from jennah.services.formation.command import check_input_cap, check_request
-from jennah.services.formation.usage import CallBounds, call_model
+from jennah.services.formation.model_calls import CallBounds, call_model
 from jennah.services.formation.verification import platform_keys, verify
 
 NOW = datetime(2026, 8, 25, tzinfo=UTC)

@@ -12,14 +12,14 @@ from __future__ import annotations
 from jennah.api import dto
 from jennah.api.handlers import Call, Reply
 from jennah.domain.billing import UsageDimension
-from jennah.ports.usage import UsageFilters
-from jennah.services import billing, usage
-from jennah.services.usage import Per, TokenUsageQuery
+from jennah.ports.ledger import UsageFilters
+from jennah.services import billing, usage_report
+from jennah.services.usage_report import Per, TokenUsageQuery
 
 
 def get_billing(call: Call) -> Reply:
     container = call.container
-    state = billing.billing_state(call.caller, container.access, container.usage, container.now())
+    state = billing.billing_state(call.caller, container.access, container.ledger, container.now())
     return Reply(state_out(state))
 
 
@@ -27,7 +27,7 @@ def set_overage_multiple(call: Call) -> Reply:
     request: dto.SetOverageMultipleRequest = call.request
     container = call.container
     state = billing.set_overage_multiple(
-        call.caller, container.access, container.usage, request.overage_multiple, container.now()
+        call.caller, container.access, container.ledger, request.overage_multiple, container.now()
     )
     return Reply(state_out(state))
 
@@ -46,8 +46,10 @@ def formation_tokens(call: Call) -> Reply:
             scope=params.scope, caller=params.caller, model=params.model, region=params.region
         ),
     )
-    buckets = usage.formation_tokens(call.caller, container.access, container.usage, query, now)
-    start, end = usage.time_range(query, now)
+    buckets = usage_report.formation_tokens(
+        call.caller, container.access, container.ledger, query, now
+    )
+    start, end = usage_report.time_range(query, now)
     return Reply(
         dto.FormationTokensResponse(
             buckets=[

@@ -151,7 +151,7 @@ def form_command(call: Call) -> FormationCommand:
         observed_at=request.observed_at,
         formation_key=request.formation_key,
         input_token_cap=metered_formation.input_token_cap(
-            container.usage, call.caller.enterprise_id
+            container.ledger, call.caller.enterprise_id
         ),
         vocabulary=None if resolved is None else to_data(resolved),
         deadline_seconds=container.settings.model_call_timeout_seconds,

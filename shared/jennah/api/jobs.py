@@ -17,7 +17,7 @@ from jennah.api.routes import error_reply, json_response
 from jennah.bootstrap import Container, formation_deps
 from jennah.errors import Aborted, Internal, InvalidArgument, JennahError, Unavailable
 from jennah.ports.tasks import task_from_body
-from jennah.services import formation_operations, usage
+from jennah.services import formation_operations, usage_report
 from jennah.services.formation_operations import Outcome
 
 RETRY_AFTER_SECONDS = 10
@@ -63,7 +63,7 @@ def usage_rollup(request: flask.Request, container: Container) -> flask.Response
     try:
         if request.method != "POST":
             raise InvalidArgument(f"{request.method} is not allowed; the rollup is run by POST")
-        result = usage.rollup(container.usage, container.now())
+        result = usage_report.rollup(container.ledger, container.now())
     except JennahError as err:
         return error_reply(err)
     except Exception as exc:  # log it, tell the caller nothing inside

@@ -78,7 +78,7 @@ def create(
             )
         )
         token = create_enterprise(container.identity, enterprise, root, container.now())
-        container.usage.put_billing(billing)
+        container.ledger.put_billing(billing)
     except JennahError as err:
         raise click.ClickException(f"{err.status}: {err.message}") from None
     finally:

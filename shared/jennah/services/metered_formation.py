@@ -21,9 +21,9 @@ from datetime import datetime
 from jennah.domain.access import Caller
 from jennah.domain.formation import FormationReceipt
 from jennah.ports.embedder import Embedder
+from jennah.ports.ledger import UsageLedger
 from jennah.ports.model import LanguageModel
 from jennah.ports.store import MemoryStore
-from jennah.ports.usage import UsageLedger
 from jennah.services import formation
 from jennah.services.billing import AdmittedFormation, admit_formation, settle_formation
 from jennah.services.formation import FormationUsage, PreparedFormation

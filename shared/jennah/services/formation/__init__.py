@@ -8,9 +8,9 @@ from jennah.services.formation.command import (
     estimate_input_tokens,
 )
 from jennah.services.formation.conflicts import KEY_CLAIMED, SUPERSEDED_FIRST, WRITE_CONFLICT
+from jennah.services.formation.model_calls import FormationUsage
 from jennah.services.formation.pipeline import PreparedFormation, form, prepare, run
 from jennah.services.formation.reconciliation import SIMILARITY_THRESHOLD
-from jennah.services.formation.usage import FormationUsage
 
 __all__ = [
     "DEFAULT_DEADLINE_SECONDS",

@@ -26,7 +26,7 @@ from jennah.ports.prompts import (
     ExtractionAnswer,
     build_prompt,
 )
-from jennah.services.formation.usage import CallBounds, FormationUsage, call_model
+from jennah.services.formation.model_calls import CallBounds, FormationUsage, call_model
 
 
 def extract(

@@ -48,6 +48,7 @@ from jennah.services.formation.command import (
 )
 from jennah.services.formation.conflicts import commit_plan
 from jennah.services.formation.extraction import entity_classes, extract, extraction_data
+from jennah.services.formation.model_calls import CallBounds, FormationUsage
 from jennah.services.formation.planning import FormationPlan, PlanContext, build_plan
 from jennah.services.formation.reconciliation import (
     SIMILARITY_THRESHOLD,
@@ -56,7 +57,6 @@ from jennah.services.formation.reconciliation import (
     reconcile,
 )
 from jennah.services.formation.same_memory import reject_clashes
-from jennah.services.formation.usage import CallBounds, FormationUsage
 from jennah.services.formation.verdicts import VerdictContext
 from jennah.services.formation.verification import verify
 

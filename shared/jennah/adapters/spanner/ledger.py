@@ -33,7 +33,7 @@ from jennah.domain.billing import (
     UsageDimension,
     UsageRecord,
 )
-from jennah.ports.usage import (
+from jennah.ports.ledger import (
     ROLLUP_GROUPINGS,
     BillingSnapshot,
     RollupStep,

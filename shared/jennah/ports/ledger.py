@@ -2,7 +2,7 @@
 
 Two adapters implement it, SQLite (the embedded default, in the memory store's
 file) and Cloud Spanner (production, in the memory store's database); one
-contract suite (`tests/contract/test_usage_contract.py`) runs against both.
+contract suite (`tests/contract/test_usage_ledger_contract.py`) runs against both.
 Every method is confined to one enterprise, except `rollup`, which folds the
 whole ledger.
 
