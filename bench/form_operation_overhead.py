@@ -38,8 +38,8 @@ from jennah.bootstrap import Container
 from jennah.cli.serve import ensure_local_root
 from jennah.domain.formation import Turn, TurnRole
 from jennah.domain.models import ScopeRecord, ScopeRef
+from jennah.ports.prompts import read_data
 from jennah.services.formation import FormationCommand
-from jennah.services.prompts import read_data
 from jennah.settings import Settings
 
 

@@ -56,8 +56,8 @@ from jennah.adapters.models.scripted import ScriptedModel
 from jennah.domain import rules
 from jennah.domain.formation import FormationReceipt, Turn, TurnRole
 from jennah.domain.models import CommitPlan, MemoryRecord, ScopeRef
+from jennah.ports.prompts import read_data
 from jennah.services.formation import FormationCommand, FormationUsage
-from jennah.services.prompts import read_data
 
 TARGET_P50_MS = 30.0
 TARGET_CALLS = "1 fresh, <= 2"

@@ -4,7 +4,7 @@ Loads `--rows` formation usage records (default 1,000,000) of one enterprise
 into a fresh SQLite ledger, spread evenly over the `--days` before a fixed
 "now" (default 90 days) across `--scopes` scopes, `--callers` callers, two
 models and two regions, about 3 % of them abandoned (no tokens). It then times
-the report service (`jennah.services.usage.formation_tokens`, access check
+the report service (`jennah.services.usage_report.formation_tokens`, access check
 included, as the route calls it) for four queries:
 
 - `30 days / day`: the last 30 days per UTC day (the CLI's default; the target);
@@ -34,13 +34,13 @@ from typing import Any
 
 from _common import machine_line, summary, table
 from jennah.adapters.sqlite.identity import SqliteIdentityStore
+from jennah.adapters.sqlite.ledger import SqliteUsageLedger
 from jennah.adapters.sqlite.store import SqliteStore
-from jennah.adapters.sqlite.usage import SqliteUsageLedger
 from jennah.domain.access import Caller
 from jennah.domain.billing import UsageDimension, UsageRecord
 from jennah.domain.formation import formation_units
 from jennah.services.access import Access, create_enterprise
-from jennah.services.usage import Per, TokenBucket, TokenUsageQuery, formation_tokens, rollup
+from jennah.services.usage_report import Per, TokenBucket, TokenUsageQuery, formation_tokens, rollup
 
 TARGET_P50_MS = 100.0
 NOW = datetime(2026, 11, 29, 16, 20, 30, tzinfo=UTC)

@@ -16,14 +16,15 @@ from typing import Any, Protocol, runtime_checkable
 from jennah.api.logs import log_formation
 from jennah.errors import Internal
 from jennah.ports.embedder import Embedder
+from jennah.ports.id_token import IdTokenVerifier
 from jennah.ports.identity import IdentityStore
+from jennah.ports.ledger import UsageLedger
 from jennah.ports.model import LanguageModel
 from jennah.ports.operations import OperationStore
 from jennah.ports.store import MemoryStore
 from jennah.ports.tasks import FormationTask, TaskQueue
-from jennah.ports.usage import UsageLedger
 from jennah.ports.vocabulary import VocabularyStore
-from jennah.services.access import Access, IdTokenVerifier
+from jennah.services.access import Access
 from jennah.services.formation import Formation
 from jennah.services.formation.expiry import ExpirySweep
 from jennah.settings import Settings, get_settings
@@ -236,14 +237,14 @@ def build_ledger(settings: Settings, spanner: SpannerDatabaseFactory | None = No
     """The usage ledger beside the memory store: in the same Spanner database or SQLite
     file, so admission reads usage and settings in one transaction."""
     if settings.store == "spanner":
-        from jennah.adapters.spanner.usage import SpannerUsageLedger
+        from jennah.adapters.spanner.ledger import SpannerUsageLedger
 
         return SpannerUsageLedger(
             _spanner_database(settings, spanner),
             timeout_seconds=settings.spanner_timeout_seconds,
             default_plan=settings.default_plan,
         )
-    from jennah.adapters.sqlite.usage import SqliteUsageLedger
+    from jennah.adapters.sqlite.ledger import SqliteUsageLedger
 
     return SqliteUsageLedger(_local_control_file(settings), default_plan=settings.default_plan)
 

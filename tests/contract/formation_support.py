@@ -16,9 +16,9 @@ from jennah.adapters.models.scripted import ScriptedModel
 from jennah.domain import rules
 from jennah.domain.formation import FormationReceipt, Turn, TurnRole
 from jennah.domain.models import MemoryRecord, ScopeRecord, ScopeRef
+from jennah.ports.prompts import read_data
 from jennah.ports.store import MemoryStore
 from jennah.services.formation import FormationCommand, FormationUsage
-from jennah.services.prompts import read_data
 from tests.contract.conftest import EMBEDDER, row_counts
 from tests.support.formation import form
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import pytest
 
 from jennah.domain.models import (
-    Closure,
     CommitPlan,
     Direction,
     GraphEdge,
@@ -13,6 +12,7 @@ from jennah.domain.models import (
     MemoryRecord,
     ScopeRef,
     Status,
+    Supersession,
 )
 from jennah.errors import FailedPrecondition, NotFound
 from jennah.ports.store import MemoryStore
@@ -123,7 +123,7 @@ def test_every_record_field_round_trips(store: MemoryStore, scope: ScopeRef) -> 
     assert stored.model_dump(exclude={"embedding"}) == expected.model_dump(exclude={"embedding"})
 
 
-def test_plan_failing_on_its_last_closure_writes_nothing(
+def test_plan_failing_on_its_last_supersession_writes_nothing(
     store: MemoryStore, scope: ScopeRef
 ) -> None:
     commit_items(store, scope, chunks=[ChunkInput(text="old fact", valid_at=at(2024))])
@@ -145,9 +145,9 @@ def test_plan_failing_on_its_last_closure_writes_nothing(
             ],
         )
     assert "chk_missing" in str(raised.value)
-    assert store.get_chunks(
-        scope, [chunk_id("brand new chunk"), chunk_id("new fact", at(2025))]
-    ) == []
+    assert (
+        store.get_chunks(scope, [chunk_id("brand new chunk"), chunk_id("new fact", at(2025))]) == []
+    )
     still_open = one_chunk(store, scope, old)
     assert still_open.invalid_at is None and still_open.superseded_by is None
     assert still_open.status is Status.ACTIVE
@@ -156,7 +156,7 @@ def test_plan_failing_on_its_last_closure_writes_nothing(
     assert search_ids(store, scope, "fact") == [old]
 
 
-def test_store_plan_with_missing_closure_target_writes_nothing(
+def test_store_plan_with_missing_supersession_target_writes_nothing(
     store: MemoryStore, scope: ScopeRef
 ) -> None:
     plan = CommitPlan(
@@ -167,9 +167,14 @@ def test_store_plan_with_missing_closure_target_writes_nothing(
             )
         ],
         nodes=[GraphNode(node_id="ana"), GraphNode(node_id="bob")],
-        edges=[GraphEdge(edge_id=edge_id("ana", "knows", "bob"), source="ana",
-                         relation="knows", target="bob")],
-        edge_closures=[Closure(target_id="edg_missing", invalid_at=NOW, superseded_by="x")],
+        edges=[
+            GraphEdge(
+                edge_id=edge_id("ana", "knows", "bob"), source="ana", relation="knows", target="bob"
+            )
+        ],
+        edge_supersessions=[
+            Supersession(target_id="edg_missing", invalid_at=NOW, superseded_by="x")
+        ],
     )
     with pytest.raises(NotFound, match="edg_missing"):
         store.apply(plan)

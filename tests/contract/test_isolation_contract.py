@@ -7,12 +7,12 @@ import uuid
 import pytest
 
 from jennah.domain.models import (
-    Closure,
     CommitPlan,
     Direction,
     ExecutionLogStep,
     MetadataFilter,
     ScopeRef,
+    Supersession,
 )
 from jennah.errors import NotFound
 from jennah.ports.store import MemoryStore
@@ -44,12 +44,9 @@ def scopes(store: MemoryStore) -> dict[str, ScopeRef]:
                 NodeInput(node_id="n", label=f"N {name}", node_type=f"type_{name}"),
                 NodeInput(node_id="m", label=f"M {name}"),
             ],
-            edges=[EdgeInput(source="n", relation="rel", target="m",
-                             properties={"owner": name})],
+            edges=[EdgeInput(source="n", relation="rel", target="m", properties={"owner": name})],
         )
-        store.apply(
-            CommitPlan(scope=scope, steps=[ExecutionLogStep(step_id="s", tool_input=name)])
-        )
+        store.apply(CommitPlan(scope=scope, steps=[ExecutionLogStep(step_id="s", tool_input=name)]))
     return named
 
 
@@ -74,7 +71,8 @@ def test_search_is_confined(store: MemoryStore, scopes: dict[str, ScopeRef], nam
     scope = scopes[name]
     hits = search(store, scope, "words scope only", top_k=100)
     assert {record_id for record_id, _ in hits} == {
-        chunk_id(SHARED_TEXT), chunk_id(f"only in scope {name}")
+        chunk_id(SHARED_TEXT),
+        chunk_id(f"only in scope {name}"),
     }
     filtered = store.search_chunks(
         scope, EMBEDDER.embed(SHARED_TEXT), 100, [MetadataFilter(key="owner", values=NAMES)], NOW
@@ -105,7 +103,7 @@ def test_steps_are_confined(store: MemoryStore, scopes: dict[str, ScopeRef], nam
     assert step is not None and step.tool_input == name
 
 
-def test_closures_cannot_reach_another_scope(
+def test_supersessions_cannot_reach_another_scope(
     store: MemoryStore, scopes: dict[str, ScopeRef]
 ) -> None:
     target = chunk_id("only in scope a")
@@ -114,7 +112,9 @@ def test_closures_cannot_reach_another_scope(
             store.apply(
                 CommitPlan(
                     scope=scopes[name],
-                    chunk_closures=[Closure(target_id=target, invalid_at=NOW, superseded_by="x")],
+                    chunk_supersessions=[
+                        Supersession(target_id=target, invalid_at=NOW, superseded_by="x")
+                    ],
                 )
             )
     (row,) = store.get_chunks(scopes["a"], [target])

@@ -17,13 +17,13 @@ from typing import Any
 import pytest
 
 from jennah.domain.models import (
-    Closure,
     CommitPlan,
     CommitResult,
     Direction,
     MemoryRecord,
     ScopeRecord,
     ScopeRef,
+    Supersession,
 )
 from jennah.errors import InvalidArgument, NotFound
 from jennah.ports.store import MemoryStore
@@ -126,7 +126,9 @@ def test_the_registration_commits_with_the_write_or_not_at_all(
         scope=scope,
         registration=registration(scope),
         chunks=[_text_chunk(scope, "never written")],
-        chunk_closures=[Closure(target_id="chk_missing", invalid_at=NOW, superseded_by="x")],
+        chunk_supersessions=[
+            Supersession(target_id="chk_missing", invalid_at=NOW, superseded_by="x")
+        ],
     )
     with pytest.raises(NotFound):
         store.apply(plan)

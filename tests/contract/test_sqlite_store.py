@@ -17,12 +17,12 @@ from jennah.adapters.sqlite.connection import open_connection
 from jennah.adapters.sqlite.store import SqliteStore
 from jennah.domain import rules
 from jennah.domain.models import (
-    Closure,
     CommitPlan,
     FilterOperator,
     MemoryRecord,
     MetadataFilter,
     ScopeRef,
+    Supersession,
 )
 from jennah.errors import FailedPrecondition, InvalidArgument, NotFound
 from jennah.services.commands import ChunkInput, SupersessionInput
@@ -161,7 +161,7 @@ def _record(
 
 
 def _random_scope(store: SqliteStore, rng: random.Random, size: int) -> ScopeRef:
-    """Random unit vectors (some duplicated, for ties), metadata, windows and closures."""
+    """Random unit vectors (some duplicated, for ties), metadata, windows and supersessions."""
     scope = new_scope()
     nprng = np.random.default_rng(rng.randrange(1 << 30))
     vectors = nprng.normal(size=(size, 384))
@@ -177,12 +177,12 @@ def _random_scope(store: SqliteStore, rng: random.Random, size: int) -> ScopeRef
         valid_at = at(2020 + rng.randrange(6)) if rng.random() < 0.5 else None
         records.append(_record(scope, i, vector.tolist(), metadata, valid_at))
     store.apply(CommitPlan(scope=scope, chunks=records))
-    closures = [
-        Closure(target_id=r.id, invalid_at=at(2026), superseded_by=f"next-{r.id}")
+    supersessions = [
+        Supersession(target_id=r.id, invalid_at=at(2026), superseded_by=f"next-{r.id}")
         for r in records
         if rng.random() < 0.2
     ]
-    store.apply(CommitPlan(scope=scope, chunk_closures=closures))
+    store.apply(CommitPlan(scope=scope, chunk_supersessions=supersessions))
     return scope
 
 
@@ -280,7 +280,9 @@ def test_a_failed_commit_leaves_the_index_untouched(sqlite_store: SqliteStore) -
             CommitPlan(
                 scope=scope,
                 chunks=[_record(scope, 1, EMBEDDER.embed("kept"))],
-                chunk_closures=[Closure(target_id="nope", invalid_at=NOW, superseded_by="x")],
+                chunk_supersessions=[
+                    Supersession(target_id="nope", invalid_at=NOW, superseded_by="x")
+                ],
             )
         )
     assert search_ids(sqlite_store, scope, "kept") == [chunk_id("kept")]

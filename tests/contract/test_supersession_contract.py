@@ -7,13 +7,13 @@ from datetime import datetime
 import pytest
 
 from jennah.domain.models import (
-    Closure,
     CommitPlan,
     Direction,
     FilterOperator,
     MetadataFilter,
     ScopeRef,
     Status,
+    Supersession,
 )
 from jennah.errors import FailedPrecondition, NotFound
 from jennah.ports.store import MemoryStore
@@ -140,7 +140,7 @@ def test_identical_retried_supersession_is_a_no_op(
 
 
 @pytest.mark.parametrize("replacement_valid_at", [at(2023), at(2024)])
-def test_closure_at_or_before_the_target_valid_at_fails(
+def test_supersession_at_or_before_the_target_valid_at_fails(
     store: MemoryStore, scope: ScopeRef, replacement_valid_at: datetime
 ) -> None:
     commit_items(store, scope, chunks=[OLD])
@@ -166,7 +166,9 @@ def test_closing_a_missing_chunk_is_not_found(store: MemoryStore, scope: ScopeRe
         store.apply(
             CommitPlan(
                 scope=scope,
-                chunk_closures=[Closure(target_id="chk_nope", invalid_at=NOW, superseded_by="x")],
+                chunk_supersessions=[
+                    Supersession(target_id="chk_nope", invalid_at=NOW, superseded_by="x")
+                ],
             )
         )
 
@@ -191,9 +193,7 @@ def moved(store: MemoryStore, scope: ScopeRef) -> ScopeRef:
         nodes=[NodeInput(node_id=n) for n in ("ana", "acme", "initech", "globex")],
         edges=[WORKED],
     )
-    result = commit_items(
-        store, scope, supersessions=[_supersede_edge(WORKED_ID, WORKS)]
-    )
+    result = commit_items(store, scope, supersessions=[_supersede_edge(WORKED_ID, WORKS)])
     assert (result.edges_written, result.edge_supersessions) == (1, 1)
     return scope
 
@@ -242,14 +242,12 @@ def test_second_different_edge_supersession_fails(store: MemoryStore, moved: Sco
 def test_identical_retried_edge_supersession_is_a_no_op(
     store: MemoryStore, moved: ScopeRef
 ) -> None:
-    result = commit_items(
-        store, moved, supersessions=[_supersede_edge(WORKED_ID, WORKS)]
-    )
+    result = commit_items(store, moved, supersessions=[_supersede_edge(WORKED_ID, WORKS)])
     assert result.edge_supersessions == 0
     assert _employers(store, moved) == ["initech"]
 
 
-def test_edge_closure_before_its_valid_at_fails(store: MemoryStore, moved: ScopeRef) -> None:
+def test_edge_supersession_before_its_valid_at_fails(store: MemoryStore, moved: ScopeRef) -> None:
     early = EdgeInput(source="ana", relation="works_at", target="globex", valid_at=at(2024))
     with pytest.raises(FailedPrecondition):
         commit_items(store, moved, supersessions=[_supersede_edge(WORKS_ID, early)])

@@ -100,8 +100,8 @@ def cloud_world(cloud: tuple[Any, Any]) -> World:
     from jennah.adapters.firestore.identity import FirestoreIdentityStore
     from jennah.adapters.firestore.operations import FirestoreOperationStore
     from jennah.adapters.firestore.vocabulary import FirestoreVocabularyStore
+    from jennah.adapters.spanner.ledger import SpannerUsageLedger
     from jennah.adapters.spanner.store import SpannerStore
-    from jennah.adapters.spanner.usage import SpannerUsageLedger
 
     database, client = cloud
     tag = "-" + uuid.uuid4().hex[:10]

@@ -19,13 +19,13 @@ from jennah import errors
 from jennah.adapters.spanner.store import SpannerStore
 from jennah.domain import rules
 from jennah.domain.models import (
-    Closure,
     CommitPlan,
     ExecutionLogStep,
     GraphEdge,
     GraphNode,
     MemoryRecord,
     ScopeRef,
+    Supersession,
 )
 from tests.support.spanner_emulator import Emulator, create_database, start_emulator
 
@@ -116,8 +116,8 @@ def _plan(scope: ScopeRef, n: int, *, failing: bool = False) -> CommitPlan:
         steps=[ExecutionLogStep(step_id=f"step-{n}", tool_input=f"turns of plan {n}")],
     )
     if failing:  # the last thing the transaction does fails: everything before must roll back
-        plan.edge_closures = [
-            Closure(target_id="edg_missing", invalid_at=CLOSED_AT, superseded_by=edge.edge_id)
+        plan.edge_supersessions = [
+            Supersession(target_id="edg_missing", invalid_at=CLOSED_AT, superseded_by=edge.edge_id)
         ]
     return plan
 

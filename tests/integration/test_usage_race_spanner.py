@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from jennah.adapters.spanner.usage import SpannerUsageLedger
+from jennah.adapters.spanner.ledger import SpannerUsageLedger
 from jennah.domain.billing import (
     ALLOWANCE_REASON,
     IN_PROGRESS_REASON,

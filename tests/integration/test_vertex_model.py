@@ -20,7 +20,7 @@ from jennah.errors import (
     Unavailable,
 )
 from jennah.ports.model import LanguageModel, ModelResult
-from jennah.services.prompts import (
+from jennah.ports.prompts import (
     EXTRACT_INSTRUCTIONS,
     EXTRACTION_SCHEMA,
     ExtractionAnswer,

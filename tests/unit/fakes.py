@@ -1,7 +1,7 @@
 """In-memory fakes for API-level tests: a MemoryStore, an IdentityStore, and a harness
 around the Flask app.
 
-FakeStore follows the store contract (validity, filters, closures, assign-once
+FakeStore follows the store contract (validity, filters, supersessions, assign-once
 node classes, scope confinement, the scope registry) closely enough to drive
 the HTTP layer; FakeIdentityStore follows the identity port. The real adapters
 are proven by the contract suites, not by these fakes.
@@ -42,7 +42,8 @@ from jennah.domain.models import (
 )
 from jennah.domain.vocabulary import Declaration, Vocabulary
 from jennah.errors import AlreadyExists, NotFound
-from jennah.services.access import IdTokenVerifier, hash_secret, user_token
+from jennah.ports.id_token import IdTokenVerifier
+from jennah.services.access import hash_secret, user_token
 from jennah.settings import Settings
 
 ENTERPRISE = "local"
@@ -88,8 +89,8 @@ class FakeStore:
                 registered.created_at = registered.created_at or stamp
                 staged.scopes[plan.scope] = registered
             self._write(staged, plan, stamp)
-            chunk_closed = self._close(staged.chunks, plan.scope, plan.chunk_closures)
-            edge_closed = self._close(staged.edges, plan.scope, plan.edge_closures)
+            chunk_closed = self._supersede(staged.chunks, plan.scope, plan.chunk_supersessions)
+            edge_closed = self._supersede(staged.edges, plan.scope, plan.edge_supersessions)
             self._tables = staged
             self.plans.append(plan)
         return CommitResult(
@@ -134,30 +135,32 @@ class FakeStore:
             staged.steps[(scope, step.step_id)] = step
 
     @staticmethod
-    def _close(table: dict[tuple[ScopeRef, str], Any], scope: ScopeRef, closures: Any) -> int:
+    def _supersede(
+        table: dict[tuple[ScopeRef, str], Any], scope: ScopeRef, supersessions: Any
+    ) -> int:
         applied = 0
-        for closure in closures:
-            row = table.get((scope, closure.target_id))
+        for supersession in supersessions:
+            row = table.get((scope, supersession.target_id))
             if row is None:
                 raise NotFound(
-                    f"{closure.target_id} does not exist in this scope",
-                    metadata={"id": closure.target_id},
+                    f"{supersession.target_id} does not exist in this scope",
+                    metadata={"id": supersession.target_id},
                 )
-            if rules.check_closure(
-                closure.target_id,
+            if rules.check_supersession(
+                supersession.target_id,
                 row.valid_at,
                 row.invalid_at,
                 row.superseded_by,
-                closure.invalid_at,
-                closure.superseded_by,
+                supersession.invalid_at,
+                supersession.superseded_by,
             ):
                 update: dict[str, Any] = {
-                    "invalid_at": closure.invalid_at,
-                    "superseded_by": closure.superseded_by,
+                    "invalid_at": supersession.invalid_at,
+                    "superseded_by": supersession.superseded_by,
                 }
                 if isinstance(row, MemoryRecord):
                     update["status"] = Status.SUPERSEDED
-                table[(scope, closure.target_id)] = row.model_copy(update=update)
+                table[(scope, supersession.target_id)] = row.model_copy(update=update)
                 applied += 1
         return applied
 

@@ -18,12 +18,12 @@ from typing import Any
 import pytest
 
 from jennah.adapters.models.scripted import ScriptedModel, Slow
-from jennah.adapters.sqlite.usage import SqliteUsageLedger
+from jennah.adapters.sqlite.ledger import SqliteUsageLedger
 from jennah.domain.access import ApiKey, Role, RoleBinding, User
 from jennah.domain.billing import EnterpriseBilling, Plan, UsageRecord
 from jennah.domain.formation import formation_units
 from jennah.ports.model import ModelResult
-from jennah.services import usage
+from jennah.services import usage_report
 from jennah.services.access import api_key_token, hash_secret, user_token
 from tests.unit.fakes import ENTERPRISE, ROOT, Api
 from tests.unit.test_api_form import (
@@ -423,7 +423,7 @@ def test_the_report_per_day(api: Api) -> None:
     assert (body["per"], body["timeZone"], body["startTime"], body["endTime"]) == (
         "day", "UTC", query["startTime"], query["endTime"],
     )  # fmt: skip
-    usage.rollup(ledger(api), datetime.now(UTC))  # the aggregates answer the same
+    usage_report.rollup(ledger(api), datetime.now(UTC))  # the aggregates answer the same
     assert ok(api.get(TOKENS, **query))["buckets"] == expected
 
 

@@ -93,8 +93,8 @@ def test_a_supersession_reports_the_replacement_ids_and_counts(api: Api) -> None
     plan = api.store.plans[-1]
     assert body["chunkIds"] == [c.id for c in plan.chunks]  # replacement valid at receipt time
     assert body["edgeIds"] == [e.edge_id for e in plan.edges]
-    closure = plan.chunk_closures[0]
-    assert closure.target_id == old_chunk and closure.superseded_by == body["chunkIds"][0]
+    supersession = plan.chunk_supersessions[0]
+    assert supersession.target_id == old_chunk and supersession.superseded_by == body["chunkIds"][0]
 
 
 def test_agents_and_scopes_routes_write_the_same_scope_of_the_callers_enterprise(

@@ -19,7 +19,7 @@ from jennah.adapters.models.scripted import ScriptedModel
 from jennah.adapters.sqlite.vocabulary import SqliteVocabularyStore
 from jennah.domain.vocabulary import MAX_ENTITY_CLASSES, Vocabulary
 from jennah.ports.model import ModelResult
-from jennah.services.prompts import read_data
+from jennah.ports.prompts import read_data
 from tests.unit.fakes import ENTERPRISE, Api
 from tests.unit.test_api_form import sqlite_api
 
@@ -323,8 +323,9 @@ def test_naming_a_scope_needs_reach_and_without_it_the_scope_is_missing(api: Api
         api.delete(V, token=admin, **scope("team.x")),
     ):
         assert error(response, 404) == missing | {"message": "scope 'team.x' was not found"}
-    assert declaration_of(ok(api.get(V, **scope("team.x"))))["entityClasses"] == (
-        SUPPORT["entityClasses"]
+    assert (
+        declaration_of(ok(api.get(V, **scope("team.x"))))["entityClasses"]
+        == (SUPPORT["entityClasses"])
     )
 
 

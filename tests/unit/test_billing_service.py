@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from jennah.adapters.sqlite.identity import SqliteIdentityStore
+from jennah.adapters.sqlite.ledger import SqliteUsageLedger
 from jennah.adapters.sqlite.store import SqliteStore
-from jennah.adapters.sqlite.usage import SqliteUsageLedger
 from jennah.domain.access import ApiKey, Caller, Role, RoleBinding, User
 from jennah.domain.billing import EnterpriseBilling, Plan, UsageRecord
 from jennah.errors import InvalidArgument, PermissionDenied, ResourceExhausted
@@ -23,7 +23,7 @@ from jennah.services.billing import (
     set_overage_multiple,
     settle_formation,
 )
-from jennah.services.formation.usage import FormationUsage
+from jennah.services.formation.model_calls import FormationUsage
 
 NOW = datetime(2026, 11, 17, 9, 30, tzinfo=UTC)
 ENTERPRISE = "acme"

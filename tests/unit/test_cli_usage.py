@@ -14,7 +14,7 @@ import httpx
 import pytest
 from click.testing import CliRunner, Result
 
-from jennah.adapters.sqlite.usage import SqliteUsageLedger
+from jennah.adapters.sqlite.ledger import SqliteUsageLedger
 from jennah.api.dto import parse_timestamp
 from jennah.auth import LocalCredentials, credentials_path
 from jennah.cli.main import cli

@@ -123,12 +123,12 @@ def test_edge_endpoints_must_exist_in_commit_or_scope() -> None:
 def test_supersession_without_valid_at_closes_at_receipt_time() -> None:
     sup = SupersessionInput(chunk_id="chk_old", replacement_chunk=ChunkInput(text="new"))
     plan = run(CommitCommand(scope=SCOPE, supersessions=[sup]))
-    (closure,) = plan.chunk_closures
+    (supersession,) = plan.chunk_supersessions
     (replacement,) = plan.chunks
-    assert closure.target_id == "chk_old"
-    assert closure.invalid_at == NOW
+    assert supersession.target_id == "chk_old"
+    assert supersession.invalid_at == NOW
     assert replacement.valid_at == NOW
-    assert closure.superseded_by == replacement.id == rules.chunk_id("new", NOW)
+    assert supersession.superseded_by == replacement.id == rules.chunk_id("new", NOW)
     assert replacement.supersedes == "chk_old"
 
 
@@ -139,8 +139,8 @@ def test_supersession_uses_replacement_valid_at_as_boundary() -> None:
         replacement_edge=EdgeInput(source="a", relation="owns", target="t", valid_at=when),
     )
     plan = run(CommitCommand(scope=SCOPE, supersessions=[sup]), CapturingStore(nodes=["a", "t"]))
-    (closure,) = plan.edge_closures
-    assert closure.invalid_at == when
+    (supersession,) = plan.edge_supersessions
+    assert supersession.invalid_at == when
     assert plan.edges[0].supersedes == "edg_old"
 
 

@@ -25,9 +25,9 @@ from jennah import errors
 from jennah.adapters.embedding.hashing import HashingEmbedder
 from jennah.adapters.models.scripted import ScriptedModel, Slow
 from jennah.adapters.sqlite.connection import open_connection
+from jennah.adapters.sqlite.ledger import SqliteUsageLedger
 from jennah.adapters.sqlite.operations import SqliteOperationStore
 from jennah.adapters.sqlite.store import SqliteStore
-from jennah.adapters.sqlite.usage import SqliteUsageLedger
 from jennah.adapters.sqlite.vocabulary import SqliteVocabularyStore
 from jennah.domain.access import Caller
 from jennah.domain.billing import EnterpriseBilling, Plan, UsageRecord

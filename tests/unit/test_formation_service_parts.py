@@ -18,12 +18,12 @@ from jennah.domain.formation import (
 from jennah.domain.models import ScopeRef
 from jennah.errors import DeadlineExceeded, InvalidArgument
 from jennah.ports.model import ModelResult
+from jennah.ports.prompts import ExtractionAnswer
 from jennah.services.formation import FormationCommand, FormationUsage, estimate_input_tokens
 from jennah.services.formation.candidates import Candidate
 from jennah.services.formation.command import check_input_cap, check_request
-from jennah.services.formation.usage import CallBounds, call_model
+from jennah.services.formation.model_calls import CallBounds, call_model
 from jennah.services.formation.verification import platform_keys, verify
-from jennah.services.prompts import ExtractionAnswer
 
 NOW = datetime(2026, 8, 25, tzinfo=UTC)
 SCOPE = ScopeRef(enterprise_id="e", scope_id="s")

@@ -96,19 +96,19 @@ def test_filter_semantics() -> None:
     assert not rules.matches_filter({"tier": "bronze"}, inn)
 
 
-def test_closure_applies_to_open_row_and_is_idempotent() -> None:
-    assert rules.check_closure("c", T0, None, None, T1, "n")
-    assert not rules.check_closure("c", T0, T1, "n", T1, "n")
+def test_supersession_applies_to_open_row_and_is_idempotent() -> None:
+    assert rules.check_supersession("c", T0, None, None, T1, "n")
+    assert not rules.check_supersession("c", T0, T1, "n", T1, "n")
 
 
-def test_closure_refuses_a_row_closed_otherwise() -> None:
+def test_supersession_refuses_a_row_closed_otherwise() -> None:
     with pytest.raises(FailedPrecondition) as err:
-        rules.check_closure("c", T0, T1, "n", T2, "other")
+        rules.check_supersession("c", T0, T1, "n", T2, "other")
     assert err.value.reason == "ALREADY_SUPERSEDED"
 
 
-def test_closure_refuses_an_empty_window() -> None:
+def test_supersession_refuses_an_empty_window() -> None:
     with pytest.raises(FailedPrecondition) as err:
-        rules.check_closure("c", T1, None, None, T1, "n")
+        rules.check_supersession("c", T1, None, None, T1, "n")
     assert err.value.reason == "SUPERSESSION_BEFORE_VALID_AT"
-    assert rules.check_closure("c", None, None, None, T0, "n")  # unbounded past closes anytime
+    assert rules.check_supersession("c", None, None, None, T0, "n")  # unbounded past closes anytime

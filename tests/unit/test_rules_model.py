@@ -15,7 +15,7 @@ from jennah.domain.formation import (
 )
 from jennah.errors import Aborted, Internal
 from jennah.ports.model import LanguageModel
-from jennah.services.prompts import (
+from jennah.ports.prompts import (
     EXTRACT_INSTRUCTIONS,
     EXTRACTION_SCHEMA,
     RECONCILE_INSTRUCTIONS,

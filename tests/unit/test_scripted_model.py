@@ -10,7 +10,7 @@ import pytest
 from jennah.adapters.models.scripted import ModelCall, ScriptedModel, Slow
 from jennah.errors import Aborted, DeadlineExceeded, Internal, Unavailable
 from jennah.ports.model import LanguageModel, ModelResult
-from jennah.services.prompts import (
+from jennah.ports.prompts import (
     EXTRACT_INSTRUCTIONS,
     EXTRACTION_SCHEMA,
     ExtractionAnswer,

@@ -8,8 +8,8 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from jennah.errors import InvalidArgument
-from jennah.ports.usage import UsageSpan
-from jennah.services.usage import (
+from jennah.ports.ledger import UsageSpan
+from jennah.services.usage_report import (
     Per,
     TokenUsageQuery,
     bucket_bounds,

@@ -1,4 +1,5 @@
-"""Google-signed ID tokens (production users), verified with `google-auth`.
+"""Google-signed ID tokens (production users), verified with `google-auth`: the
+`IdTokenVerifier` of `jennah.ports.id_token`.
 
 The verifier checks the signature against Google's published certificates, the
 audience (the service's configured OIDC audience), the expiry and the issuer,

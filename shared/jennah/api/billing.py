@@ -12,9 +12,9 @@ from __future__ import annotations
 from jennah.api import dto
 from jennah.api.handlers import Call, Reply
 from jennah.domain.billing import UsageDimension
-from jennah.ports.usage import UsageFilters
-from jennah.services import billing, usage
-from jennah.services.usage import Per, TokenUsageQuery
+from jennah.ports.ledger import UsageFilters
+from jennah.services import billing, usage_report
+from jennah.services.usage_report import Per, TokenUsageQuery
 
 
 def get_billing(call: Call) -> Reply:
@@ -46,8 +46,10 @@ def formation_tokens(call: Call) -> Reply:
             scope=params.scope, caller=params.caller, model=params.model, region=params.region
         ),
     )
-    buckets = usage.formation_tokens(call.caller, services.access, services.ledger, query, now)
-    start, end = usage.time_range(query, now)
+    buckets = usage_report.formation_tokens(
+        call.caller, services.access, services.ledger, query, now
+    )
+    start, end = usage_report.time_range(query, now)
     return Reply(
         dto.FormationTokensResponse(
             buckets=[

@@ -13,9 +13,9 @@ from typing import Protocol
 
 from jennah.ports.embedder import Embedder
 from jennah.ports.identity import IdentityStore
+from jennah.ports.ledger import UsageLedger
 from jennah.ports.operations import OperationStore
 from jennah.ports.store import MemoryStore
-from jennah.ports.usage import UsageLedger
 from jennah.ports.vocabulary import VocabularyStore
 from jennah.services.access import Access
 from jennah.services.formation import Formation

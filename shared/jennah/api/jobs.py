@@ -15,7 +15,7 @@ from jennah.api.context import Services
 from jennah.api.routes import error_reply, json_response
 from jennah.errors import Aborted, Internal, InvalidArgument, JennahError, Unavailable
 from jennah.ports.tasks import task_from_body
-from jennah.services import usage
+from jennah.services import usage_report
 from jennah.services.formation import Outcome
 
 RETRY_AFTER_SECONDS = 10
@@ -54,7 +54,7 @@ def usage_rollup(request: flask.Request, services: Services) -> flask.Response:
     try:
         if request.method != "POST":
             raise InvalidArgument(f"{request.method} is not allowed; the rollup is run by POST")
-        result = usage.rollup(services.ledger, services.now())
+        result = usage_report.rollup(services.ledger, services.now())
     except JennahError as err:
         return error_reply(err)
     except Exception as exc:  # log it, tell the caller nothing inside

@@ -13,7 +13,7 @@ from contextvars import ContextVar
 
 from jennah.domain.formation import FormationReceipt
 from jennah.domain.operations import FormationOperation, OperationState
-from jennah.services.formation.usage import FormationUsage
+from jennah.services.formation.model_calls import FormationUsage
 
 TRACE_FIELD = "logging.googleapis.com/trace"
 _trace: ContextVar[str | None] = ContextVar("jennah_trace", default=None)

@@ -19,7 +19,7 @@ from jennah.cli import render
 from jennah.cli.client import local_failure
 from jennah.cli.options import ClientOptions, client_options, data_dir_option, load_settings
 from jennah.errors import JennahError
-from jennah.services import usage as usage_service
+from jennah.services import usage_report
 
 TOKENS_PATH = "/v1/billing/usage/formation-tokens"
 DEFAULT_LOOKBACK = timedelta(days=30)
@@ -116,7 +116,7 @@ def tokens(
 def resolve_zone(name: str) -> ZoneInfo:
     """The --tz zone; INVALID_ARGUMENT (exit 3) naming timeZone, as the server words it."""
     try:
-        return usage_service.time_zone(name)
+        return usage_report.time_zone(name)
     except JennahError as err:
         raise local_failure(err) from None
 
@@ -222,7 +222,7 @@ def rollup(data_dir: Path | None, output: str) -> None:
 
     container = Container(load_settings(data_dir))
     try:
-        result = usage_service.rollup(container.ledger, container.now())
+        result = usage_report.rollup(container.ledger, container.now())
     except JennahError as err:
         raise local_failure(err) from None
     finally:

@@ -169,11 +169,11 @@ class FormationKeyRecord(BaseModel):
     committed_at: datetime | None = None
 
 
-class Closure(BaseModel):
-    """Close the validity window of an open chunk or edge: a supersession.
+class Supersession(BaseModel):
+    """A supersession: close the validity window of an open chunk or edge.
 
     The adapter applies it only if the target exists and is still open;
-    otherwise the whole commit fails and nothing is written. A closure that
+    otherwise the whole commit fails and nothing is written. A supersession that
     was already applied identically (same `invalid_at` and `superseded_by`)
     is a no-op, so retrying a commit is idempotent.
     """
@@ -197,7 +197,7 @@ class CommitPlan(BaseModel):
 
     Chunks and edges are create-or-replace on their content-derived ids: a
     replace updates content and metadata but never reopens or moves a closed
-    validity window (only closures change validity). Nodes are
+    validity window (only supersessions change validity). Nodes are
     create-or-replace except `node_type`, which is kept once set.
 
     `registration` registers the scope in the same transaction when it is not
@@ -210,8 +210,8 @@ class CommitPlan(BaseModel):
     chunks: list[MemoryRecord] = Field(default_factory=list)
     nodes: list[GraphNode] = Field(default_factory=list)
     edges: list[GraphEdge] = Field(default_factory=list)
-    chunk_closures: list[Closure] = Field(default_factory=list)
-    edge_closures: list[Closure] = Field(default_factory=list)
+    chunk_supersessions: list[Supersession] = Field(default_factory=list)
+    edge_supersessions: list[Supersession] = Field(default_factory=list)
     evidence: list[Evidence] = Field(default_factory=list)
     links: list[MemoryLink] = Field(default_factory=list)
     steps: list[ExecutionLogStep] = Field(default_factory=list)

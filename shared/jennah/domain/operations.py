@@ -140,7 +140,6 @@ class Claim(BaseModel):
     operation: FormationOperation | None
 
 
-
 # -- the transitions: pure, shared by every adapter -------------------------------
 
 

@@ -98,7 +98,7 @@ def matches_filter(values: Mapping[str, str], flt: MetadataFilter) -> bool:
     return present and values[flt.key] in flt.values
 
 
-def check_closure(
+def check_supersession(
     target_id: str,
     target_valid_at: datetime | None,
     target_invalid_at: datetime | None,
@@ -106,7 +106,7 @@ def check_closure(
     invalid_at: datetime,
     superseded_by: str,
 ) -> bool:
-    """Decide whether a closure may be applied to a row as it now stands.
+    """Decide whether a supersession may be applied to a row as it now stands.
 
     Returns True when it must be written, False when it was already applied
     identically (an idempotent retry). Raises FailedPrecondition when the row

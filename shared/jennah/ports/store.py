@@ -32,7 +32,7 @@ class MemoryStore(Protocol):
     def apply(self, plan: CommitPlan) -> CommitResult:
         """Write the whole plan in ONE transaction, or nothing.
 
-        Raises NotFound when a closure names a chunk or edge that does not
+        Raises NotFound when a supersession names a chunk or edge that does not
         exist, FailedPrecondition when it names one already closed differently.
         `commit_timestamp` is the transaction's commit time; it becomes the
         `created_at` of rows this commit inserted.

@@ -20,7 +20,6 @@ import secrets
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Protocol
 
 from jennah.domain import rules
 from jennah.domain.access import (
@@ -39,18 +38,13 @@ from jennah.domain.access import (
 )
 from jennah.domain.models import ScopeRecord, ScopeRef
 from jennah.errors import NotFound, PermissionDenied, Unauthenticated
+from jennah.ports.id_token import IdTokenVerifier
 from jennah.ports.identity import IdentityStore
 from jennah.ports.store import MemoryStore
 
 API_KEY_PREFIX = "jk_"
 USER_TOKEN_PREFIX = "ju_"
 _BEARER_HINT = "send 'Authorization: Bearer <token>'"
-
-
-class IdTokenVerifier(Protocol):
-    def verify(self, token: str) -> str:
-        """The verified email of a Google-signed ID token; raises Unauthenticated."""
-        ...
 
 
 def hash_secret(secret: str) -> str:

@@ -31,9 +31,9 @@ from jennah.domain.billing import (
     Plan,
     UsageRecord,
 )
-from jennah.ports.usage import BillingSnapshot, UsageLedger
+from jennah.ports.ledger import BillingSnapshot, UsageLedger
 from jennah.services.access import Access
-from jennah.services.formation.usage import FormationUsage
+from jennah.services.formation.model_calls import FormationUsage
 
 FORMATION_ID_PREFIX = "fu_"
 

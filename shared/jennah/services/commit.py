@@ -7,13 +7,13 @@ from datetime import datetime
 
 from jennah.domain import rules
 from jennah.domain.models import (
-    Closure,
     CommitPlan,
     CommitResult,
     GraphEdge,
     GraphNode,
     MemoryRecord,
     ScopeRecord,
+    Supersession,
 )
 from jennah.errors import InvalidArgument, NotFound
 from jennah.ports.embedder import Embedder
@@ -185,8 +185,8 @@ def _add_chunk_supersession(
     )
     record.supersedes = target
     plan.chunks.append(record)
-    plan.chunk_closures.append(
-        Closure(target_id=target, invalid_at=boundary, superseded_by=record.id)
+    plan.chunk_supersessions.append(
+        Supersession(target_id=target, invalid_at=boundary, superseded_by=record.id)
     )
 
 
@@ -206,8 +206,8 @@ def _add_edge_supersession(
     edge = _edge(replacement.model_copy(update={"valid_at": boundary}), f"{field}.replacementEdge")
     edge.supersedes = target
     plan.edges.append(edge)
-    plan.edge_closures.append(
-        Closure(target_id=target, invalid_at=boundary, superseded_by=edge.edge_id)
+    plan.edge_supersessions.append(
+        Supersession(target_id=target, invalid_at=boundary, superseded_by=edge.edge_id)
     )
 
 

@@ -14,7 +14,7 @@ from jennah.domain.access import LOCAL_ENTERPRISE_ID, ROOT_PRINCIPAL, User
 from jennah.domain.billing import EnterpriseBilling, Plan
 from jennah.errors import AlreadyExists, JennahError
 from jennah.ports.identity import IdentityStore
-from jennah.ports.usage import UsageLedger
+from jennah.ports.ledger import UsageLedger
 from jennah.services.access import (
     Access,
     create_enterprise,

@@ -1,7 +1,7 @@
 """The `rules` model: deterministic, offline extraction and reconciliation.
 
 The embedded default when no model is configured. It reads the data block of
-the formation prompts (`jennah.services.prompts.read_data`) and answers with
+the formation prompts (`jennah.ports.prompts.read_data`) and answers with
 the same JSON a real model would, from a small, fixed set of rules. It is
 honest rather than clever: what no rule below covers, it does not extract.
 
@@ -54,7 +54,7 @@ from jennah.adapters.models.rules_extraction import extract
 from jennah.adapters.models.rules_reconciliation import reconcile
 from jennah.errors import Internal
 from jennah.ports.model import ModelResult
-from jennah.services.prompts import ExtractionAnswer, ReconcileAnswer, read_data
+from jennah.ports.prompts import ExtractionAnswer, ReconcileAnswer, read_data
 
 NAME = "rules"
 REGION = "local"
@@ -99,5 +99,5 @@ def _data(prompt: str) -> dict[str, Any]:
         return read_data(prompt)
     except ValueError:  # no data block, or not JSON
         raise Internal(
-            "the rules model reads only prompts built by jennah.services.prompts.build_prompt"
+            "the rules model reads only prompts built by jennah.ports.prompts.build_prompt"
         ) from None

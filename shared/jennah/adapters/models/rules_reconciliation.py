@@ -20,7 +20,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from jennah.services.prompts import ReconcileChoice
+from jennah.ports.prompts import ReconcileChoice
 
 NEW = "new"
 KNOWN = "known"

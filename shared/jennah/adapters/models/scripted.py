@@ -36,7 +36,7 @@ from jennah.adapters.models.bounds import (
 )
 from jennah.errors import Internal
 from jennah.ports.model import ModelResult
-from jennah.services.prompts import read_data
+from jennah.ports.prompts import read_data
 
 NAME = "scripted"
 REGION = "local"

@@ -164,7 +164,7 @@ CREATE TABLE scopes (
   created_by STRING(512) NOT NULL,
 ) PRIMARY KEY (enterprise_id, scope_id);
 
--- Formation usage and billing (jennah.adapters.spanner.usage). These tables are
+-- Formation usage and billing (jennah.adapters.spanner.ledger). These tables are
 -- keyed by enterprise, NOT by (enterprise_id, scope_id): usage outlives the
 -- scopes it was spent on, so the scope a formation spent its units in is plain
 -- data (spent_in_scope) and destroying a scope never touches them. Usage is kept

@@ -37,7 +37,6 @@ from jennah import errors
 from jennah.adapters.spanner.calls import CallBound, bounded, utc
 from jennah.domain import rules
 from jennah.domain.models import (
-    Closure,
     CommitPlan,
     CommitResult,
     Direction,
@@ -52,6 +51,7 @@ from jennah.domain.models import (
     ScopeRef,
     ScoredRecord,
     Status,
+    Supersession,
 )
 
 RECORD_COLUMNS = (
@@ -94,7 +94,7 @@ DESTROY_ROWS_PER_TRANSACTION = 10_000
 _BATCHED_TABLES = tuple(t for t in SCOPED_TABLES if t not in {"evidence", "scopes"})
 
 # Columns a create-or-replace never rewrites on an existing row: the validity
-# window and lifecycle (only closures change them) and the transaction time.
+# window and lifecycle (only supersessions change them) and the transaction time.
 _KEPT_ON_REPLACE = frozenset(
     {"valid_at", "invalid_at", "superseded_by", "status", "retired_at", "created_at"}
 )
@@ -398,7 +398,7 @@ class _VersionedRow:
 
 @dataclass(frozen=True)
 class _VersionedTable:
-    """A table of rows with validity windows that closures close (chunks, edges)."""
+    """A table of rows with validity windows that supersessions close (chunks, edges)."""
 
     name: str
     id_column: str
@@ -438,9 +438,11 @@ class _PlanWriter:
         self._register(txn)
         chunk_rows = [_chunk_row(c) for c in plan.chunks]
         edge_rows = [_edge_row(e) for e in plan.edges]
-        chunk_supersessions = self._write_versioned(txn, _CHUNKS, chunk_rows, plan.chunk_closures)
+        chunk_supersessions = self._write_versioned(
+            txn, _CHUNKS, chunk_rows, plan.chunk_supersessions
+        )
         self._write_nodes(txn, plan.nodes)
-        edge_supersessions = self._write_versioned(txn, _EDGES, edge_rows, plan.edge_closures)
+        edge_supersessions = self._write_versioned(txn, _EDGES, edge_rows, plan.edge_supersessions)
         self._write_evidence(txn)
         self._write_links(txn)
         self._write_steps(txn)
@@ -468,13 +470,15 @@ class _PlanWriter:
         txn: Any,
         table: _VersionedTable,
         rows: Sequence[_VersionedRow],
-        closures: Sequence[Closure],
+        supersessions: Sequence[Supersession],
     ) -> int:
-        """Create-or-replace the rows, then apply the closures; returns closures applied."""
+        """Create-or-replace the rows, then apply the supersessions; how many were applied."""
         planned = {row.id: row for row in rows}
-        existing = self._read_windows(txn, table, set(planned) | {c.target_id for c in closures})
+        existing = self._read_windows(
+            txn, table, set(planned) | {c.target_id for c in supersessions}
+        )
         windows = {row_id: row.window for row_id, row in planned.items()} | existing
-        closed = _apply_closures(table, windows, closures)
+        closed = _apply_supersessions(table, windows, supersessions)
         for row_id, row in planned.items():
             values = row.replace if row_id in existing else dict(row.insert)
             if row_id in closed:
@@ -590,8 +594,8 @@ def _writes_nothing(plan: CommitPlan) -> bool:
         or plan.chunks
         or plan.nodes
         or plan.edges
-        or plan.chunk_closures
-        or plan.edge_closures
+        or plan.chunk_supersessions
+        or plan.edge_supersessions
         or plan.evidence
         or plan.links
         or plan.steps
@@ -680,30 +684,30 @@ def _scope_range(scope: ScopeRef) -> Any:
     return KeyRange(start_closed=prefix, end_closed=prefix)  # type: ignore[no-untyped-call]
 
 
-def _apply_closures(
-    table: _VersionedTable, windows: dict[str, _Window], closures: Sequence[Closure]
+def _apply_supersessions(
+    table: _VersionedTable, windows: dict[str, _Window], supersessions: Sequence[Supersession]
 ) -> set[str]:
     """Close windows in place, in order; returns the ids whose window this commit closed."""
     closed: set[str] = set()
-    for closure in closures:
-        window = windows.get(closure.target_id)
+    for supersession in supersessions:
+        window = windows.get(supersession.target_id)
         if window is None:
             raise errors.NotFound(
-                f"{table.noun} {closure.target_id} does not exist in this scope",
-                metadata={"id": closure.target_id},
+                f"{table.noun} {supersession.target_id} does not exist in this scope",
+                metadata={"id": supersession.target_id},
             )
-        if rules.check_closure(
-            closure.target_id,
+        if rules.check_supersession(
+            supersession.target_id,
             window.valid_at,
             window.invalid_at,
             window.superseded_by,
-            closure.invalid_at,
-            closure.superseded_by,
+            supersession.invalid_at,
+            supersession.superseded_by,
         ):
-            windows[closure.target_id] = _Window(
-                window.valid_at, closure.invalid_at, closure.superseded_by
+            windows[supersession.target_id] = _Window(
+                window.valid_at, supersession.invalid_at, supersession.superseded_by
             )
-            closed.add(closure.target_id)
+            closed.add(supersession.target_id)
     return closed
 
 

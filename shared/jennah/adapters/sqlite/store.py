@@ -98,7 +98,8 @@ class SqliteStore:
             after, _ = reader.scope_generation(conn, plan.scope)
             entries: list[IndexEntry] | None = None  # None: not read back, drop the index
             if after != before and self._index_is_at(plan.scope, before):
-                touched = [c.id for c in plan.chunks] + [c.target_id for c in plan.chunk_closures]
+                touched = [c.id for c in plan.chunks]
+                touched += [c.target_id for c in plan.chunk_supersessions]
                 entries = reader.index_entries(conn, plan.scope, touched)
             with self._index_lock:
                 conn.execute("COMMIT")
@@ -177,8 +178,7 @@ class SqliteStore:
                     ranked = reader.search_by_scan(conn, scope, blob, top_k, filters, instant)
                 else:
                     index = self._index(conn, scope, generation)
-                    ranked = self._search_index(conn, scope, index, vector, top_k, filters,
-                                                instant)
+                    ranked = self._search_index(conn, scope, index, vector, top_k, filters, instant)
             records = {r.id: r for r in reader.get_chunks(conn, scope, [i for i, _ in ranked])}
         return [
             ScoredRecord(record=records[record_id], score=score)

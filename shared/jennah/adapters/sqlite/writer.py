@@ -11,14 +11,14 @@ from typing import TYPE_CHECKING, Any
 from jennah.adapters.sqlite import codec
 from jennah.adapters.sqlite.schema import SCOPED_TABLES
 from jennah.domain import rules
-from jennah.domain.models import Closure, CommitPlan, CommitResult, ScopeRef
+from jennah.domain.models import CommitPlan, CommitResult, ScopeRef, Supersession
 from jennah.errors import Aborted, NotFound
 
 if TYPE_CHECKING:
     from sqlite3 import Connection
 
 # A replace never touches valid_at, invalid_at, superseded_by, status,
-# created_at or retired_at: only closures change validity.
+# created_at or retired_at: only supersessions change validity.
 _UPSERT_RECORD = f"""
 INSERT INTO memory_records ({codec.RECORD_COLUMNS}) VALUES (
   :enterprise_id, :scope_id, :id, :key, :revision, :content_hash, :text, :summary, :about,
@@ -99,19 +99,19 @@ ON CONFLICT (enterprise_id, scope_id, source_id, target_id) DO NOTHING
 
 
 def write_plan(conn: Connection, plan: CommitPlan, commit_us: int) -> CommitResult:
-    """Issue every statement of `plan`; closures run last, against the written rows."""
+    """Issue every statement of `plan`; supersessions run last, against the written rows."""
     scope = plan.scope
     _register(conn, plan, commit_us)
     _write_chunks(conn, plan, commit_us)
     _write_nodes(conn, plan, commit_us)
     _write_edges(conn, plan, commit_us)
-    chunk_closures = sum(
-        _close(conn, scope, "memory_records", "id", closure, commit_us)
-        for closure in plan.chunk_closures
+    chunk_supersessions = sum(
+        _supersede(conn, scope, "memory_records", "id", supersession, commit_us)
+        for supersession in plan.chunk_supersessions
     )
-    edge_closures = sum(
-        _close(conn, scope, "graph_edges", "edge_id", closure, commit_us)
-        for closure in plan.edge_closures
+    edge_supersessions = sum(
+        _supersede(conn, scope, "graph_edges", "edge_id", supersession, commit_us)
+        for supersession in plan.edge_supersessions
     )
     _write_ledgers(conn, plan, commit_us)
     return CommitResult(
@@ -119,8 +119,8 @@ def write_plan(conn: Connection, plan: CommitPlan, commit_us: int) -> CommitResu
         chunks_written=len(plan.chunks),
         nodes_written=len(plan.nodes),
         edges_written=len(plan.edges),
-        chunk_supersessions=chunk_closures,
-        edge_supersessions=edge_closures,
+        chunk_supersessions=chunk_supersessions,
+        edge_supersessions=edge_supersessions,
     )
 
 
@@ -213,38 +213,42 @@ def _require_memories(conn: Connection, scope: ScopeRef, ids: set[str]) -> None:
             )
 
 
-def _close(
-    conn: Connection, scope: ScopeRef, table: str, id_column: str, closure: Closure,
+def _supersede(
+    conn: Connection,
+    scope: ScopeRef,
+    table: str,
+    id_column: str,
+    supersession: Supersession,
     commit_us: int,
 ) -> bool:
     """Apply one supersession; False when it was already applied identically."""
     where = f"enterprise_id = ? AND scope_id = ? AND {id_column} = ?"
-    key = (scope.enterprise_id, scope.scope_id, closure.target_id)
+    key = (scope.enterprise_id, scope.scope_id, supersession.target_id)
     row = conn.execute(
         f"SELECT valid_at, invalid_at, superseded_by FROM {table} WHERE {where}", key
     ).fetchone()
     if row is None:
         kind = "chunk" if table == "memory_records" else "edge"
         raise NotFound(
-            f"the supersession names {kind} {closure.target_id}, which does not exist "
+            f"the supersession names {kind} {supersession.target_id}, which does not exist "
             "in this scope",
-            metadata={"id": closure.target_id},
+            metadata={"id": supersession.target_id},
         )
-    invalid_at = codec.required_micros(closure.invalid_at)
-    if not rules.check_closure(
-        closure.target_id,
+    invalid_at = codec.required_micros(supersession.invalid_at)
+    if not rules.check_supersession(
+        supersession.target_id,
         codec.from_micros(row["valid_at"]),
         codec.from_micros(row["invalid_at"]),
         row["superseded_by"],
         codec.required_datetime(invalid_at),
-        closure.superseded_by,
+        supersession.superseded_by,
     ):
         return False
     status = ", status = 'superseded'" if table == "memory_records" else ""
     conn.execute(
         f"UPDATE {table} SET invalid_at = ?, superseded_by = ?, updated_at = ?{status} "
         f"WHERE {where}",
-        (invalid_at, closure.superseded_by, commit_us, *key),
+        (invalid_at, supersession.superseded_by, commit_us, *key),
     )
     return True
 

@@ -12,9 +12,9 @@ from jennah.services.formation.command import (
     estimate_input_tokens,
 )
 from jennah.services.formation.conflicts import KEY_CLAIMED, SUPERSEDED_FIRST, WRITE_CONFLICT
+from jennah.services.formation.model_calls import FormationUsage
 from jennah.services.formation.pipeline import PreparedFormation, prepare, run
 from jennah.services.formation.reconciliation import SIMILARITY_THRESHOLD
-from jennah.services.formation.usage import FormationUsage
 from jennah.services.formation.use_case import (
     Formation,
     FormationRequest,

@@ -147,7 +147,7 @@ class Memory:
         return rules.is_valid_at(self.valid_at, self.invalid_at, self.retired_at, instant)
 
     def is_open(self) -> bool:
-        """Its validity window has not been closed (a closure may still close it)."""
+        """Its validity window has not been closed (a supersession may still close it)."""
         return self.invalid_at is None and self.retired_at is None
 
     @classmethod

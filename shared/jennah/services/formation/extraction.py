@@ -20,13 +20,13 @@ from jennah.domain.formation import (
     Turn,
 )
 from jennah.ports.model import LanguageModel
-from jennah.services.formation.usage import CallBounds, FormationUsage, call_model
-from jennah.services.prompts import (
+from jennah.ports.prompts import (
     EXTRACT_INSTRUCTIONS,
     EXTRACTION_SCHEMA,
     ExtractionAnswer,
     build_prompt,
 )
+from jennah.services.formation.model_calls import CallBounds, FormationUsage, call_model
 
 
 def extract(

@@ -12,8 +12,8 @@ The steps, in order (each its own module):
 4. verification in code (`verification`) and structure (`structure`);
 5. reconciliation (`reconciliation`, `verdicts`): identical content KNOWN in
    code, retrieval, at most one more model call, every verdict checked;
-6. candidates touching the same memory (`resolution`);
-7. planning (`planning`) and ONE store.apply (`conflicts`): memory, closures,
+6. candidates touching the same memory (`same_memory`);
+7. planning (`planning`) and ONE store.apply (`conflicts`): memory, supersessions,
    evidence, the execution-log step and the formation-key record together.
 
 No model call and no clock read happens inside the store's transaction: the
@@ -49,6 +49,7 @@ from jennah.services.formation.command import (
 )
 from jennah.services.formation.conflicts import commit_plan
 from jennah.services.formation.extraction import entity_classes, extract, extraction_data
+from jennah.services.formation.model_calls import CallBounds, FormationUsage
 from jennah.services.formation.planning import FormationPlan, PlanContext, build_plan
 from jennah.services.formation.reconciliation import (
     SIMILARITY_THRESHOLD,
@@ -56,8 +57,7 @@ from jennah.services.formation.reconciliation import (
     known_in_code,
     reconcile,
 )
-from jennah.services.formation.resolution import resolve_shared_memories
-from jennah.services.formation.usage import CallBounds, FormationUsage
+from jennah.services.formation.same_memory import reject_clashes
 from jennah.services.formation.verdicts import VerdictContext
 from jennah.services.formation.verification import verify
 
@@ -121,8 +121,8 @@ def run(
     formation = build_plan(candidates, context, store)
     receipt = FormationReceipt(
         candidates=[c.outcome() for c in candidates],
-        chunk_supersessions=len(formation.plan.chunk_closures),
-        edge_supersessions=len(formation.plan.edge_closures),
+        chunk_supersessions=len(formation.plan.chunk_supersessions),
+        edge_supersessions=len(formation.plan.edge_supersessions),
         summarized_structures=structure.summarized(candidates, structures),
         candidates_dropped=dropped,
         candidate_cap=MAX_CANDIDATES,
@@ -187,7 +187,7 @@ def _decide(
     gather_neighbours(candidates, store, embedder, scope, instant, similarity_threshold)
     verdict_context = VerdictContext(scope, instant, context.boundary)
     reconcile(candidates, store, model, verdict_context, bounds, usage)
-    resolve_shared_memories(candidates)
+    reject_clashes(candidates)
     return candidates, dropped
 
 

@@ -1,5 +1,5 @@
 """Planning: the decided candidates as ONE CommitPlan (chunks, nodes, edges,
-closures, evidence and the execution-log step).
+supersessions, evidence and the execution-log step).
 
 Valid time:
 - a NEW fact starts at observedAt; without observedAt it has no validAt (valid
@@ -39,7 +39,6 @@ from jennah.domain.formation import (
 )
 from jennah.domain.models import (
     Authority,
-    Closure,
     CommitPlan,
     Evidence,
     ExecutionLogStep,
@@ -47,6 +46,7 @@ from jennah.domain.models import (
     GraphNode,
     MemoryRecord,
     ScopeRef,
+    Supersession,
 )
 from jennah.ports.store import MemoryStore
 from jennah.services.formation.candidates import Candidate, ContentKey, Entity
@@ -73,7 +73,9 @@ class FormationPlan:
     @property
     def writes_memory(self) -> bool:
         plan = self.plan
-        return bool(plan.chunks or plan.edges or plan.chunk_closures or plan.edge_closures)
+        return bool(
+            plan.chunks or plan.edges or plan.chunk_supersessions or plan.edge_supersessions
+        )
 
 
 def build_plan(
@@ -105,10 +107,12 @@ def _plan_revisions(
         if candidate.matched_id in closed:
             continue
         closed.add(candidate.matched_id)
-        closure = Closure(
+        supersession = Supersession(
             target_id=candidate.matched_id, invalid_at=context.boundary, superseded_by=row_id
         )
-        (plan.chunk_closures if candidate.is_fact else plan.edge_closures).append(closure)
+        (plan.chunk_supersessions if candidate.is_fact else plan.edge_supersessions).append(
+            supersession
+        )
 
 
 def _plan_new_facts(

@@ -23,17 +23,17 @@ from jennah.domain.formation import Decision
 from jennah.domain.models import Direction, GraphEdge, ScopeRef
 from jennah.ports.embedder import Embedder
 from jennah.ports.model import LanguageModel
-from jennah.ports.store import MemoryStore
-from jennah.services.formation import verdicts
-from jennah.services.formation.candidates import Candidate, Memory
-from jennah.services.formation.usage import CallBounds, FormationUsage, call_model
-from jennah.services.prompts import (
+from jennah.ports.prompts import (
     RECONCILE_INSTRUCTIONS,
     RECONCILE_SCHEMA,
     ReconcileAnswer,
     ReconcileChoice,
     build_prompt,
 )
+from jennah.ports.store import MemoryStore
+from jennah.services.formation import verdicts
+from jennah.services.formation.candidates import Candidate, Memory
+from jennah.services.formation.model_calls import CallBounds, FormationUsage, call_model
 
 # Cosine similarity from which an existing chunk counts as "similar" to a
 # candidate fact. Measured with all-MiniLM-L6-v2 (the local embedder): the

@@ -56,16 +56,16 @@ from jennah.domain.operations import (
 from jennah.domain.vocabulary import to_data
 from jennah.errors import ClientGone, JennahError
 from jennah.ports.embedder import Embedder
+from jennah.ports.ledger import UsageLedger
 from jennah.ports.model import LanguageModel
 from jennah.ports.operations import OperationStore
 from jennah.ports.store import MemoryStore
 from jennah.ports.tasks import FormationTask, TaskQueue
-from jennah.ports.usage import UsageLedger
 from jennah.ports.vocabulary import VocabularyStore
 from jennah.services.billing import AdmittedFormation, admit_formation, settle_formation
 from jennah.services.formation.command import DEFAULT_DEADLINE_SECONDS, FormationCommand
+from jennah.services.formation.model_calls import FormationUsage
 from jennah.services.formation.pipeline import PreparedFormation, prepare, run
-from jennah.services.formation.usage import FormationUsage
 from jennah.services.vocabulary import resolve_for_formation
 
 log = logging.getLogger(__name__)

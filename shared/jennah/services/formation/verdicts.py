@@ -23,8 +23,8 @@ from datetime import datetime
 
 from jennah.domain.formation import CandidateKind, Decision
 from jennah.domain.models import ScopeRef
+from jennah.ports.prompts import ReconcileChoice
 from jennah.services.formation.candidates import Candidate, Memory, normalize_text
-from jennah.services.prompts import ReconcileChoice
 
 _KIND_NOUNS = {CandidateKind.FACT: "fact", CandidateKind.RELATIONSHIP: "relationship"}
 

@@ -22,6 +22,7 @@ from typing import Any, TypeVar
 
 from google.cloud.spanner_v1 import COMMIT_TIMESTAMP, KeySet, param_types
 
+from jennah.adapters.ledger_rows import RECORD_COLUMNS, record_values
 from jennah.adapters.spanner.calls import CallBound, bounded, utc
 from jennah.domain import billing
 from jennah.domain.billing import (
@@ -32,8 +33,7 @@ from jennah.domain.billing import (
     UsageDimension,
     UsageRecord,
 )
-from jennah.ports.usage import (
-    RECORD_COLUMNS,
+from jennah.ports.ledger import (
     ROLLUP_GROUPINGS,
     BillingSnapshot,
     RollupStep,
@@ -42,7 +42,6 @@ from jennah.ports.usage import (
     UsageSpan,
     grouping_for,
     grouping_kept,
-    record_values,
 )
 
 _T = TypeVar("_T")

@@ -2,7 +2,7 @@
 
 Two adapters implement it, SQLite (the embedded default, in the memory store's
 file) and Cloud Spanner (production, in the memory store's database); one
-contract suite (`tests/contract/test_usage_contract.py`) runs against both.
+contract suite (`tests/contract/test_usage_ledger_contract.py`) runs against both.
 Every method is confined to one enterprise, except `rollup`, which folds the
 whole ledger.
 
@@ -52,23 +52,6 @@ USAGE_RETENTION = timedelta(days=401)
 # per (scope, caller, model, region) combination.
 ALL_DIMENSIONS = "all"
 ROLLUP_GROUPINGS: tuple[str, ...] = ("", *(d.value for d in UsageDimension), ALL_DIMENSIONS)
-
-
-# The columns of a ledger row (`usage_records`), in the order `record_values` gives them.
-RECORD_COLUMNS: tuple[str, ...] = (
-    "enterprise_id", "recorded_at", "formation_id", "spent_in_scope", "caller", "model",
-    "region", "input_tokens", "output_tokens", "units", "formation_key",
-)  # fmt: skip
-
-
-def record_values(record: UsageRecord, recorded_at: object) -> tuple[object, ...]:
-    """A ledger row's values in RECORD_COLUMNS order; `recorded_at` as the adapter stores
-    it (the record's own time, or the rollup watermark when that is later)."""
-    return (
-        record.enterprise_id, recorded_at, record.formation_id, record.spent_in_scope,
-        record.caller, record.model, record.region, record.input_tokens,
-        record.output_tokens, record.units, record.formation_key,
-    )  # fmt: skip
 
 
 def grouping_kept(grouping: str) -> frozenset[UsageDimension]:

@@ -1,5 +1,9 @@
 """The two formation prompts and the JSON schemas their answers must match.
 
+The contract every `LanguageModel` adapter (`jennah.ports.model`) implements:
+formation builds these prompts, an adapter answers them with JSON matching the
+schema.
+
 Everything taken from a caller (turns, vocabulary names and descriptions,
 existing memory text) goes into ONE JSON object between the lines
 `<jennah-data>` and `</jennah-data>`: JSON escaping keeps it data, so it can

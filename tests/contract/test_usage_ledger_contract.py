@@ -1,6 +1,6 @@
 """The usage ledger contract: every test here runs against BOTH ledgers.
 
-`usage` is parametrized over the embedded SQLite ledger (in the memory store's
+`ledger` is parametrized over the embedded SQLite ledger (in the memory store's
 file) and Cloud Spanner (on the local emulator, marked `spanner`). The rollup
 watermark is global to a database, so each Spanner test gets a database of its
 own (creating one on the emulator takes milliseconds); enterprises are unique
@@ -38,13 +38,13 @@ from jennah.domain.billing import (
 )
 from jennah.domain.models import ScopeRef
 from jennah.errors import InvalidArgument, PermissionDenied, ResourceExhausted
+from jennah.ports.ledger import UsageFilters, UsageLedger
 from jennah.ports.store import MemoryStore
-from jennah.ports.usage import UsageFilters, UsageLedger
 from jennah.services import billing as billing_service
 from jennah.services.access import Access, create_enterprise
 from jennah.services.commands import ChunkInput
-from jennah.services.formation.usage import FormationUsage
-from jennah.services.usage import (
+from jennah.services.formation.model_calls import FormationUsage
+from jennah.services.usage_report import (
     Per,
     TokenBucket,
     TokenUsageQuery,
@@ -68,8 +68,8 @@ class Backend:
 
 
 def _sqlite(tmp_path: Path) -> Iterator[Backend]:
+    from jennah.adapters.sqlite.ledger import SqliteUsageLedger
     from jennah.adapters.sqlite.store import SqliteStore
-    from jennah.adapters.sqlite.usage import SqliteUsageLedger
 
     path = tmp_path / "memory.db"
     opened: list[Any] = []
@@ -86,8 +86,8 @@ def _sqlite(tmp_path: Path) -> Iterator[Backend]:
 
 
 def _spanner() -> Iterator[Backend]:
+    from jennah.adapters.spanner.ledger import SpannerUsageLedger
     from jennah.adapters.spanner.store import SpannerStore
-    from jennah.adapters.spanner.usage import SpannerUsageLedger
     from tests.support.spanner_emulator import create_database, session_emulator
 
     database = create_database(session_emulator().host)
@@ -108,7 +108,7 @@ def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Backend]
 
 
 @pytest.fixture
-def usage(backend: Backend) -> UsageLedger:
+def ledger(backend: Backend) -> UsageLedger:
     return backend.ledger
 
 
@@ -145,20 +145,20 @@ def record(
     )
 
 
-def put(usage: UsageLedger, *records: UsageRecord) -> None:
+def put(ledger: UsageLedger, *records: UsageRecord) -> None:
     for each in records:
-        assert usage.settle(each.enterprise_id, each.formation_id, each)
+        assert ledger.settle(each.enterprise_id, each.formation_id, each)
 
 
-def set_plan(usage: UsageLedger, enterprise: str, plan: Plan, **fields: Any) -> None:
-    usage.put_billing(EnterpriseBilling(enterprise_id=enterprise, plan=plan, **fields))
+def set_plan(ledger: UsageLedger, enterprise: str, plan: Plan, **fields: Any) -> None:
+    ledger.put_billing(EnterpriseBilling(enterprise_id=enterprise, plan=plan, **fields))
 
 
-def spend_units(usage: UsageLedger, enterprise: str, units: int, at: datetime = NOW) -> None:
+def spend_units(ledger: UsageLedger, enterprise: str, units: int, at: datetime = NOW) -> None:
     """`units` worth of formations in one go: formations of 9 units, then the rest."""
     while units > 0:
         chunk = min(units, 9)
-        put(usage, record(enterprise, at, output_tokens=chunk * 8_192, units=chunk))
+        put(ledger, record(enterprise, at, output_tokens=chunk * 8_192, units=chunk))
         units -= chunk
 
 
@@ -177,11 +177,11 @@ class Reader:
         self.root = Caller(enterprise_id=enterprise, principal="user:root")
 
     def tokens(
-        self, usage: UsageLedger, caller: Caller | None = None, **query: Any
+        self, ledger: UsageLedger, caller: Caller | None = None, **query: Any
     ) -> list[TokenBucket]:
         query.setdefault("start_time", NOW - timedelta(days=399))
         return formation_tokens(
-            caller or self.root, self.access, usage, TokenUsageQuery(**query), NOW
+            caller or self.root, self.access, ledger, TokenUsageQuery(**query), NOW
         )
 
 
@@ -244,9 +244,9 @@ def expected(
 
 
 def test_an_enterprise_without_settings_is_on_the_free_plan(
-    usage: UsageLedger, enterprise: str
+    ledger: UsageLedger, enterprise: str
 ) -> None:
-    assert usage.get_billing(enterprise) == EnterpriseBilling(enterprise_id=enterprise)
+    assert ledger.get_billing(enterprise) == EnterpriseBilling(enterprise_id=enterprise)
 
 
 def test_the_default_plan_applies_to_enterprises_without_settings(
@@ -266,7 +266,7 @@ def test_the_default_plan_applies_to_enterprises_without_settings(
 
 
 def test_settings_round_trip_and_stay_in_their_enterprise(
-    usage: UsageLedger, enterprise: str
+    ledger: UsageLedger, enterprise: str
 ) -> None:
     trial = EnterpriseBilling(
         enterprise_id=enterprise,
@@ -276,103 +276,105 @@ def test_settings_round_trip_and_stay_in_their_enterprise(
         trial_started_at=datetime(2026, 11, 20, 8, 0, 0, 123456, tzinfo=UTC),
         trial_ends_at=datetime(2026, 12, 4, 8, 0, tzinfo=UTC),
     )
-    usage.put_billing(trial)
-    assert usage.get_billing(enterprise) == trial
+    ledger.put_billing(trial)
+    assert ledger.get_billing(enterprise) == trial
     other = f"ent-{uuid.uuid4().hex}"
-    assert usage.get_billing(other).plan is Plan.FREE
+    assert ledger.get_billing(other).plan is Plan.FREE
 
 
-def test_setting_the_multiple_keeps_the_other_settings(usage: UsageLedger, enterprise: str) -> None:
-    set_plan(usage, enterprise, Plan.SCALE, billable=True)
-    changed = usage.set_overage_multiple(enterprise, 7.5)
+def test_setting_the_multiple_keeps_the_other_settings(
+    ledger: UsageLedger, enterprise: str
+) -> None:
+    set_plan(ledger, enterprise, Plan.SCALE, billable=True)
+    changed = ledger.set_overage_multiple(enterprise, 7.5)
     assert changed.plan is Plan.SCALE and changed.billable and changed.overage_multiple == 7.5
-    assert usage.get_billing(enterprise) == changed
+    assert ledger.get_billing(enterprise) == changed
 
 
-def test_an_invalid_multiple_is_not_stored(usage: UsageLedger, enterprise: str) -> None:
+def test_an_invalid_multiple_is_not_stored(ledger: UsageLedger, enterprise: str) -> None:
     with pytest.raises(InvalidArgument, match="overageMultiple"):
-        usage.set_overage_multiple(enterprise, 10.5)
+        ledger.set_overage_multiple(enterprise, 10.5)
     with pytest.raises(InvalidArgument, match="overageMultiple"):
-        usage.put_billing(EnterpriseBilling(enterprise_id=enterprise, overage_multiple=0.25))
-    assert usage.get_billing(enterprise).overage_multiple == 2
+        ledger.put_billing(EnterpriseBilling(enterprise_id=enterprise, overage_multiple=0.25))
+    assert ledger.get_billing(enterprise).overage_multiple == 2
 
 
 # -- admission and settlement ------------------------------------------------------
 
 
 def test_formations_are_admitted_until_the_allowance_then_refused_with_its_terms(
-    usage: UsageLedger, enterprise: str
+    ledger: UsageLedger, enterprise: str
 ) -> None:
-    set_plan(usage, enterprise, Plan.PRO)
-    spend_units(usage, enterprise, 549)
-    admission = usage.admit(enterprise, "f-last", NOW)
+    set_plan(ledger, enterprise, Plan.PRO)
+    spend_units(ledger, enterprise, 549)
+    admission = ledger.admit(enterprise, "f-last", NOW)
     assert admission.reserved.units == 1
     # a formation started below the allowance completes and consumes all of its units
-    put(usage, record(enterprise, NOW, output_tokens=20_000, units=3))
-    usage.settle(enterprise, "f-last", None)
+    put(ledger, record(enterprise, NOW, output_tokens=20_000, units=3))
+    ledger.settle(enterprise, "f-last", None)
     with pytest.raises(ResourceExhausted) as caught:
-        usage.admit(enterprise, "f-next", NOW)
+        ledger.admit(enterprise, "f-next", NOW)
     error = caught.value
     assert error.reason == ALLOWANCE_REASON
     assert "550 formation units per month" in error.message
     assert "552 units were used this month" in error.message
     assert "resets monthly" in error.message
-    assert usage.snapshot(enterprise, NOW).in_progress == Consumption()
+    assert ledger.snapshot(enterprise, NOW).in_progress == Consumption()
 
 
-def test_with_overage_formations_run_to_the_limit(usage: UsageLedger, enterprise: str) -> None:
-    set_plan(usage, enterprise, Plan.PRO, billable=True)
-    spend_units(usage, enterprise, 1_541)
-    assert usage.admit(enterprise, "f-1", NOW).in_overage
-    usage.settle(enterprise, "f-1", record(enterprise, NOW, units=1, output_tokens=10))
+def test_with_overage_formations_run_to_the_limit(ledger: UsageLedger, enterprise: str) -> None:
+    set_plan(ledger, enterprise, Plan.PRO, billable=True)
+    spend_units(ledger, enterprise, 1_541)
+    assert ledger.admit(enterprise, "f-1", NOW).in_overage
+    ledger.settle(enterprise, "f-1", record(enterprise, NOW, units=1, output_tokens=10))
     with pytest.raises(ResourceExhausted) as caught:
-        usage.admit(enterprise, "f-2", NOW)
+        ledger.admit(enterprise, "f-2", NOW)
     assert caught.value.reason == OVERAGE_LIMIT_REASON
     assert "refused from 1,542 formation units" in caught.value.message
     assert "1,542 units were used this month" in caught.value.message
 
 
 def test_a_change_of_multiple_applies_to_the_next_formation(
-    usage: UsageLedger, enterprise: str
+    ledger: UsageLedger, enterprise: str
 ) -> None:
-    set_plan(usage, enterprise, Plan.PRO, billable=True)
-    spend_units(usage, enterprise, 1_300)
-    usage.set_overage_multiple(enterprise, 1)  # limit 1,046: below what is used
+    set_plan(ledger, enterprise, Plan.PRO, billable=True)
+    spend_units(ledger, enterprise, 1_300)
+    ledger.set_overage_multiple(enterprise, 1)  # limit 1,046: below what is used
     with pytest.raises(ResourceExhausted) as caught:
-        usage.admit(enterprise, "f-1", NOW)
+        ledger.admit(enterprise, "f-1", NOW)
     assert caught.value.reason == OVERAGE_LIMIT_REASON
-    usage.set_overage_multiple(enterprise, 3)  # limit 2,038: admits straight away
-    usage.admit(enterprise, "f-1", NOW)
-    usage.set_overage_multiple(enterprise, 0)
+    ledger.set_overage_multiple(enterprise, 3)  # limit 2,038: admits straight away
+    ledger.admit(enterprise, "f-1", NOW)
+    ledger.set_overage_multiple(enterprise, 0)
     with pytest.raises(ResourceExhausted) as caught:
-        usage.admit(enterprise, "f-2", NOW)
+        ledger.admit(enterprise, "f-2", NOW)
     assert caught.value.reason == ALLOWANCE_REASON
 
 
 def test_free_counts_output_tokens_and_bounds_calls_by_what_is_left(
-    usage: UsageLedger, enterprise: str
+    ledger: UsageLedger, enterprise: str
 ) -> None:
-    put(usage, record(enterprise, NOW - timedelta(hours=2), output_tokens=44_000))
-    put(usage, record(enterprise, NOW - timedelta(days=1), output_tokens=40_000))  # yesterday
-    admission = usage.admit(enterprise, "f-1", NOW)
+    put(ledger, record(enterprise, NOW - timedelta(hours=2), output_tokens=44_000))
+    put(ledger, record(enterprise, NOW - timedelta(days=1), output_tokens=40_000))  # yesterday
+    admission = ledger.admit(enterprise, "f-1", NOW)
     assert admission.max_output_tokens == 6_000
-    assert usage.snapshot(enterprise, NOW).in_progress.output_tokens == 6_000
-    usage.settle(enterprise, "f-1", record(enterprise, NOW, output_tokens=6_100))
+    assert ledger.snapshot(enterprise, NOW).in_progress.output_tokens == 6_000
+    ledger.settle(enterprise, "f-1", record(enterprise, NOW, output_tokens=6_100))
     with pytest.raises(ResourceExhausted) as caught:
-        usage.admit(enterprise, "f-2", NOW)
+        ledger.admit(enterprise, "f-2", NOW)
     assert "50,100 output tokens" in caught.value.message
     assert "resets daily" in caught.value.message
 
 
 def test_the_trial_allowance_does_not_reset_before_the_trial_ends(
-    usage: UsageLedger, enterprise: str
+    ledger: UsageLedger, enterprise: str
 ) -> None:
     started, ends = NOW - timedelta(days=20), NOW + timedelta(days=10)
-    set_plan(usage, enterprise, Plan.TRIAL, trial_started_at=started, trial_ends_at=ends)
-    spend_units(usage, enterprise, 120, at=started + timedelta(hours=1))  # another month
-    spend_units(usage, enterprise, 80, at=NOW - timedelta(hours=1))
+    set_plan(ledger, enterprise, Plan.TRIAL, trial_started_at=started, trial_ends_at=ends)
+    spend_units(ledger, enterprise, 120, at=started + timedelta(hours=1))  # another month
+    spend_units(ledger, enterprise, 80, at=NOW - timedelta(hours=1))
     with pytest.raises(ResourceExhausted) as caught:
-        usage.admit(enterprise, "f-1", NOW)
+        ledger.admit(enterprise, "f-1", NOW)
     assert caught.value.reason == ALLOWANCE_REASON
     assert "200 formation units for the trial" in caught.value.message
     assert "200 units were used during the trial" in caught.value.message
@@ -381,64 +383,64 @@ def test_the_trial_allowance_does_not_reset_before_the_trial_ends(
 
 
 def test_another_enterprises_usage_and_reservations_do_not_count(
-    usage: UsageLedger, enterprise: str
+    ledger: UsageLedger, enterprise: str
 ) -> None:
     other = f"ent-{uuid.uuid4().hex}"
     for each in (enterprise, other):
-        set_plan(usage, each, Plan.PRO)
-    spend_units(usage, other, 500)
+        set_plan(ledger, each, Plan.PRO)
+    spend_units(ledger, other, 500)
     for i in range(MAX_FORMATIONS_IN_PROGRESS):
-        usage.admit(other, f"f-{i}", NOW)
-    usage.admit(enterprise, "f-1", NOW)
-    assert usage.snapshot(enterprise, NOW).used == Consumption()
-    assert usage.snapshot(enterprise, NOW).in_progress.formations == 1
+        ledger.admit(other, f"f-{i}", NOW)
+    ledger.admit(enterprise, "f-1", NOW)
+    assert ledger.snapshot(enterprise, NOW).used == Consumption()
+    assert ledger.snapshot(enterprise, NOW).in_progress.formations == 1
 
 
 def test_formations_in_progress_are_bounded_and_refused_with_a_retry_delay(
-    usage: UsageLedger, enterprise: str
+    ledger: UsageLedger, enterprise: str
 ) -> None:
-    set_plan(usage, enterprise, Plan.TEAM)
+    set_plan(ledger, enterprise, Plan.TEAM)
     for i in range(MAX_FORMATIONS_IN_PROGRESS):
-        usage.admit(enterprise, f"f-{i}", NOW)
+        ledger.admit(enterprise, f"f-{i}", NOW)
     with pytest.raises(ResourceExhausted) as caught:
-        usage.admit(enterprise, "f-over", NOW)
+        ledger.admit(enterprise, "f-over", NOW)
     assert caught.value.reason == IN_PROGRESS_REASON
     assert caught.value.metadata["retryDelay"] == "5s"
-    assert usage.snapshot(enterprise, NOW).in_progress.formations == MAX_FORMATIONS_IN_PROGRESS
-    usage.settle(enterprise, "f-0", None)
-    usage.admit(enterprise, "f-over", NOW)
+    assert ledger.snapshot(enterprise, NOW).in_progress.formations == MAX_FORMATIONS_IN_PROGRESS
+    ledger.settle(enterprise, "f-0", None)
+    ledger.admit(enterprise, "f-over", NOW)
 
 
 def test_a_reservation_never_settled_stops_counting_after_its_lifetime(
-    usage: UsageLedger, enterprise: str
+    ledger: UsageLedger, enterprise: str
 ) -> None:
-    set_plan(usage, enterprise, Plan.PRO)
-    spend_units(usage, enterprise, 549)
-    usage.admit(enterprise, "f-lost", NOW)  # its process died
+    set_plan(ledger, enterprise, Plan.PRO)
+    spend_units(ledger, enterprise, 549)
+    ledger.admit(enterprise, "f-lost", NOW)  # its process died
     with pytest.raises(ResourceExhausted):
-        usage.admit(enterprise, "f-2", NOW + RESERVATION_LIFETIME - timedelta(seconds=1))
+        ledger.admit(enterprise, "f-2", NOW + RESERVATION_LIFETIME - timedelta(seconds=1))
     later = NOW + RESERVATION_LIFETIME
-    usage.admit(enterprise, "f-2", later)
-    assert usage.snapshot(enterprise, later).in_progress.formations == 1
+    ledger.admit(enterprise, "f-2", later)
+    assert ledger.snapshot(enterprise, later).in_progress.formations == 1
 
 
-def test_settling_twice_records_once(usage: UsageLedger, enterprise: str) -> None:
-    usage.admit(enterprise, "f-1", NOW)
+def test_settling_twice_records_once(ledger: UsageLedger, enterprise: str) -> None:
+    ledger.admit(enterprise, "f-1", NOW)
     spent = record(enterprise, NOW).model_copy(update={"formation_id": "f-1"})
-    assert usage.settle(enterprise, "f-1", spent)
-    assert not usage.settle(enterprise, "f-1", spent)
-    assert usage.snapshot(enterprise, NOW).used == Consumption(
+    assert ledger.settle(enterprise, "f-1", spent)
+    assert not ledger.settle(enterprise, "f-1", spent)
+    assert ledger.snapshot(enterprise, NOW).used == Consumption(
         formations=1, units=1, output_tokens=500
     )
 
 
 def test_replay_and_refusals_record_nothing(
-    usage: UsageLedger, enterprise: str, reader: Reader
+    ledger: UsageLedger, enterprise: str, reader: Reader
 ) -> None:
-    set_plan(usage, enterprise, Plan.PRO)
-    admitted = billing_service.admit_formation(usage, reader.root, NOW)
+    set_plan(ledger, enterprise, Plan.PRO)
+    admitted = billing_service.admit_formation(ledger, reader.root, NOW)
     settled = billing_service.settle_formation(
-        usage,
+        ledger,
         admitted,
         scope_id="bot",
         caller=reader.root,
@@ -447,19 +449,19 @@ def test_replay_and_refusals_record_nothing(
         now=NOW,
     )
     assert settled is None
-    assert usage.snapshot(enterprise, NOW).used == Consumption()
-    assert usage.snapshot(enterprise, NOW).in_progress == Consumption()
-    assert reader.tokens(usage) == []
+    assert ledger.snapshot(enterprise, NOW).used == Consumption()
+    assert ledger.snapshot(enterprise, NOW).in_progress == Consumption()
+    assert reader.tokens(ledger) == []
 
 
 def test_the_units_table_and_an_abandoned_formation(
-    usage: UsageLedger, enterprise: str, reader: Reader
+    ledger: UsageLedger, enterprise: str, reader: Reader
 ) -> None:
-    set_plan(usage, enterprise, Plan.PRO)
+    set_plan(ledger, enterprise, Plan.PRO)
     for input_tokens, output_tokens in ((2_700, 1_700), (2_680, 16_222), (16_552, 70_000), (0, 0)):
-        admitted = billing_service.admit_formation(usage, reader.root, NOW)
+        admitted = billing_service.admit_formation(ledger, reader.root, NOW)
         billing_service.settle_formation(
-            usage,
+            ledger,
             admitted,
             scope_id="bot",
             caller=reader.root,
@@ -474,9 +476,9 @@ def test_the_units_table_and_an_abandoned_formation(
             now=NOW - timedelta(minutes=1),
         )
     # the abandoned formation counts 1 unit toward the allowance ...
-    assert usage.snapshot(enterprise, NOW).used.units == 1 + 2 + 9 + 1
+    assert ledger.snapshot(enterprise, NOW).used.units == 1 + 2 + 9 + 1
     # ... but has no tokens to report, so it does not appear in the token report
-    (bucket,) = reader.tokens(usage, start_time=NOW - timedelta(hours=1), per=Per.MONTH)
+    (bucket,) = reader.tokens(ledger, start_time=NOW - timedelta(hours=1), per=Per.MONTH)
     assert (bucket.input_tokens, bucket.output_tokens, bucket.units) == (21_932, 87_922, 12)
 
 
@@ -509,7 +511,7 @@ def test_formations_racing_for_the_last_unit_admit_one(backend: Backend, enterpr
 
 
 def test_days_in_a_time_zone_across_dst(
-    usage: UsageLedger, enterprise: str, reader: Reader
+    ledger: UsageLedger, enterprise: str, reader: Reader
 ) -> None:
     ny = ZoneInfo("America/New_York")
 
@@ -524,9 +526,9 @@ def test_days_in_a_time_zone_across_dst(
         record(enterprise, local(2026, 11, 1, 0, 30), output_tokens=16),
         record(enterprise, local(2026, 11, 1, 23, 30), output_tokens=32),  # a 25-hour day
     ]
-    put(usage, *spent)
+    put(ledger, *spent)
     start = local(2026, 3, 7, 0, 0)
-    got = reader.tokens(usage, start_time=start, per=Per.DAY, time_zone="America/New_York")
+    got = reader.tokens(ledger, start_time=start, per=Per.DAY, time_zone="America/New_York")
     assert [(b.start, b.end - b.start, b.output_tokens) for b in got] == [
         (local(2026, 3, 7), timedelta(hours=24), 1),
         (local(2026, 3, 8), timedelta(hours=23), 6),
@@ -537,39 +539,39 @@ def test_days_in_a_time_zone_across_dst(
 
 
 def test_iso_weeks_start_on_monday_in_the_time_zone(
-    usage: UsageLedger, enterprise: str, reader: Reader
+    ledger: UsageLedger, enterprise: str, reader: Reader
 ) -> None:
     tokyo = ZoneInfo("Asia/Tokyo")
     sunday_night = datetime(2026, 6, 14, 23, 30, tzinfo=tokyo).astimezone(UTC)
     monday_morning = datetime(2026, 6, 15, 0, 30, tzinfo=tokyo).astimezone(UTC)
     put(
-        usage,
+        ledger,
         record(enterprise, sunday_night, output_tokens=100),
         record(enterprise, monday_morning, output_tokens=200),
     )
     got = reader.tokens(
-        usage, start_time=datetime(2026, 6, 1, tzinfo=UTC), per=Per.WEEK, time_zone="Asia/Tokyo"
+        ledger, start_time=datetime(2026, 6, 1, tzinfo=UTC), per=Per.WEEK, time_zone="Asia/Tokyo"
     )
     assert [b.output_tokens for b in got] == [100, 200]
     assert got[1].start == datetime(2026, 6, 15, tzinfo=tokyo).astimezone(UTC)
     assert got[1].start.astimezone(tokyo).weekday() == 0
 
 
-def test_months_in_a_time_zone(usage: UsageLedger, enterprise: str, reader: Reader) -> None:
+def test_months_in_a_time_zone(ledger: UsageLedger, enterprise: str, reader: Reader) -> None:
     # 2026-01-31T15:30Z is already February in Tokyo
     put(
-        usage,
+        ledger,
         record(enterprise, datetime(2026, 1, 31, 14, 30, tzinfo=UTC), output_tokens=1),
         record(enterprise, datetime(2026, 1, 31, 15, 30, tzinfo=UTC), output_tokens=2),
     )
     start = datetime(2026, 1, 1, tzinfo=UTC)
-    utc_months = reader.tokens(usage, start_time=start, per=Per.MONTH)
-    tokyo_months = reader.tokens(usage, start_time=start, per=Per.MONTH, time_zone="Asia/Tokyo")
+    utc_months = reader.tokens(ledger, start_time=start, per=Per.MONTH)
+    tokyo_months = reader.tokens(ledger, start_time=start, per=Per.MONTH, time_zone="Asia/Tokyo")
     assert [b.output_tokens for b in utc_months] == [3]
     assert [b.output_tokens for b in tokyo_months] == [1, 2]
 
 
-def test_grouping_and_filtering(usage: UsageLedger, enterprise: str, reader: Reader) -> None:
+def test_grouping_and_filtering(ledger: UsageLedger, enterprise: str, reader: Reader) -> None:
     day = datetime(2026, 11, 20, 10, tzinfo=UTC)
     spent = [
         record(enterprise, day, scope="a", caller="user:ana", model=MODELS[0], region=REGIONS[0]),
@@ -577,13 +579,13 @@ def test_grouping_and_filtering(usage: UsageLedger, enterprise: str, reader: Rea
         record(enterprise, day, scope="b", caller="user:ana", model=MODELS[1], region=REGIONS[1],
                output_tokens=9_000),
     ]  # fmt: skip
-    put(usage, *spent)
+    put(ledger, *spent)
     start = datetime(2026, 11, 15, tzinfo=UTC)
     for by in [None, *UsageDimension]:
-        got = reader.tokens(usage, start_time=start, per=Per.WEEK, group_by=by)
+        got = reader.tokens(ledger, start_time=start, per=Per.WEEK, group_by=by)
         assert rows(got) == expected(spent, start, NOW, Per.WEEK, "UTC", by), by
     narrowed = UsageFilters(scope="b", caller="user:ana")
-    got = reader.tokens(usage, start_time=start, group_by=UsageDimension.MODEL, filters=narrowed)
+    got = reader.tokens(ledger, start_time=start, group_by=UsageDimension.MODEL, filters=narrowed)
     assert [(b.key, b.output_tokens, b.units) for b in got] == [(MODELS[1], 9_000, 2)]
     assert rows(got) == expected(spent, start, NOW, Per.DAY, "UTC", UsageDimension.MODEL, narrowed)
 
@@ -619,9 +621,9 @@ QUERIES = [
 ]
 
 
-def answers(reader: Reader, usage: UsageLedger, start: datetime) -> list[list[tuple[Any, ...]]]:
+def answers(reader: Reader, ledger: UsageLedger, start: datetime) -> list[list[tuple[Any, ...]]]:
     return [
-        rows(reader.tokens(usage, start_time=start, per=per, time_zone=tz, group_by=by,
+        rows(reader.tokens(ledger, start_time=start, per=per, time_zone=tz, group_by=by,
                            filters=filters))
         for per, tz, by, filters in QUERIES
     ]  # fmt: skip
@@ -630,43 +632,43 @@ def answers(reader: Reader, usage: UsageLedger, start: datetime) -> list[list[tu
 def test_the_answer_is_identical_with_and_without_rollups(
     backend: Backend, enterprise: str, reader: Reader
 ) -> None:
-    usage = backend.ledger
+    ledger = backend.ledger
     first = datetime(2026, 10, 24, tzinfo=UTC)  # New York and London leave DST in here
     spent = generated(enterprise, 400, first, days=20)
-    put(usage, *spent)
+    put(ledger, *spent)
     start = first + timedelta(hours=3, minutes=7)  # partial hours at the range's start
-    without = answers(reader, usage, start)
+    without = answers(reader, ledger, start)
     assert without == [
         expected(spent, start, NOW, per, tz, by, filters) for per, tz, by, filters in QUERIES
     ]
     # a watermark inside an hour: that hour is part aggregate, part rows
     mid_hour = first + timedelta(days=9, hours=5, minutes=41, seconds=13)
-    result = rollup(usage, mid_hour)
+    result = rollup(ledger, mid_hour)
     assert result.watermark == mid_hour - timedelta(minutes=5)
     assert 0 < result.rows_folded < len(spent)
-    assert answers(reader, usage, start) == without
+    assert answers(reader, ledger, start) == without
     # run twice, then concurrently from two connections: each row is folded once
-    assert rollup(usage, mid_hour).rows_folded == 0
+    assert rollup(ledger, mid_hour).rows_folded == 0
     others = [backend.reopen(), backend.reopen()]
     with ThreadPoolExecutor(2) as pool:
         list(pool.map(lambda ledger: rollup(ledger, NOW), others))
-    assert answers(reader, usage, start) == without
+    assert answers(reader, ledger, start) == without
 
 
 def test_a_formation_settled_below_the_watermark_is_recorded_at_it(
-    usage: UsageLedger, enterprise: str, reader: Reader
+    ledger: UsageLedger, enterprise: str, reader: Reader
 ) -> None:
     hour = datetime(2026, 11, 10, 12, tzinfo=UTC)
-    put(usage, record(enterprise, hour + timedelta(minutes=10), output_tokens=1))
-    watermark = rollup(usage, hour + timedelta(hours=2)).watermark
+    put(ledger, record(enterprise, hour + timedelta(minutes=10), output_tokens=1))
+    watermark = rollup(ledger, hour + timedelta(hours=2)).watermark
     late = record(enterprise, hour + timedelta(minutes=20), output_tokens=2)
-    put(usage, late)
-    got = reader.tokens(usage, start_time=hour - timedelta(days=1), per=Per.MONTH)
+    put(ledger, late)
+    got = reader.tokens(ledger, start_time=hour - timedelta(days=1), per=Per.MONTH)
     assert [b.output_tokens for b in got] == [3]
-    hours = reader.tokens(usage, start_time=hour, end_time=hour + timedelta(hours=3))
+    hours = reader.tokens(ledger, start_time=hour, end_time=hour + timedelta(hours=3))
     assert [b.output_tokens for b in hours] == [3]
     at_watermark = reader.tokens(
-        usage, start_time=watermark, end_time=watermark + timedelta(seconds=1)
+        ledger, start_time=watermark, end_time=watermark + timedelta(seconds=1)
     )
     assert [b.output_tokens for b in at_watermark] == [2]
 
@@ -675,10 +677,10 @@ def test_a_formation_settled_below_the_watermark_is_recorded_at_it(
 
 
 def test_by_scope_needs_reach_over_every_scope_never_a_partial_answer(
-    usage: UsageLedger, enterprise: str, reader: Reader
+    ledger: UsageLedger, enterprise: str, reader: Reader
 ) -> None:
     day = datetime(2026, 11, 20, tzinfo=UTC)
-    put(usage, record(enterprise, day, scope="bot.a"), record(enterprise, day, scope="crm"))
+    put(ledger, record(enterprise, day, scope="bot.a"), record(enterprise, day, scope="crm"))
     partial = Caller(enterprise_id=enterprise, principal="user:ops")
     reader.identity.put_user(User(enterprise_id=enterprise, principal=partial.principal))
     reader.identity.put_binding(
@@ -691,18 +693,18 @@ def test_by_scope_needs_reach_over_every_scope_never_a_partial_answer(
     )
     for query in ({"group_by": UsageDimension.SCOPE}, {"filters": UsageFilters(scope="bot.a")}):
         with pytest.raises(PermissionDenied) as caught:
-            reader.tokens(usage, partial, **query)
+            reader.tokens(ledger, partial, **query)
         assert caught.value.reason == "USAGE_SCOPE_REACH"
     # grouping by anything else needs billing.usage:read alone
-    assert len(reader.tokens(usage, partial, group_by=UsageDimension.MODEL)) == 1
-    by_scope = reader.tokens(usage, group_by=UsageDimension.SCOPE, per=Per.MONTH)
-    total = reader.tokens(usage, per=Per.MONTH)
+    assert len(reader.tokens(ledger, partial, group_by=UsageDimension.MODEL)) == 1
+    by_scope = reader.tokens(ledger, group_by=UsageDimension.SCOPE, per=Per.MONTH)
+    total = reader.tokens(ledger, per=Per.MONTH)
     assert [b.key for b in by_scope] == ["bot.a", "crm"]
     assert sum(b.units for b in by_scope) == total[0].units
 
 
 def test_reading_usage_needs_billing_usage_read(
-    usage: UsageLedger, enterprise: str, reader: Reader
+    ledger: UsageLedger, enterprise: str, reader: Reader
 ) -> None:
     member = Caller(enterprise_id=enterprise, principal="user:member")
     reader.identity.put_user(User(enterprise_id=enterprise, principal=member.principal))
@@ -716,7 +718,7 @@ def test_reading_usage_needs_billing_usage_read(
         )
     )
     with pytest.raises(PermissionDenied) as caught:
-        reader.tokens(usage, member)
+        reader.tokens(ledger, member)
     assert caught.value.metadata["permission"] == "billing.usage:read"
 
 
@@ -743,25 +745,25 @@ def test_usage_outlives_a_destroyed_scope(
 
 @pytest.mark.spanner
 def test_spanner_a_fold_over_too_many_groups_narrows_its_window(tmp_path: Path) -> None:
-    from jennah.adapters.spanner.usage import SpannerUsageLedger
+    from jennah.adapters.spanner.ledger import SpannerUsageLedger
     from tests.support.spanner_emulator import create_database, session_emulator
 
     database = create_database(session_emulator().host)
     try:
-        usage = SpannerUsageLedger(database, timeout_seconds=60, max_groups_per_fold=4)
+        ledger = SpannerUsageLedger(database, timeout_seconds=60, max_groups_per_fold=4)
         enterprise = f"ent-{uuid.uuid4().hex}"
         first = datetime(2026, 11, 2, tzinfo=UTC)
         spent = generated(enterprise, 60, first, days=2)
-        put(usage, *spent)
+        put(ledger, *spent)
         reader = Reader(tmp_path, enterprise)
         start = first + timedelta(minutes=1)
-        without = answers(reader, usage, start)
-        step = usage.fold(NOW, timedelta(days=1))
+        without = answers(reader, ledger, start)
+        step = ledger.fold(NOW, timedelta(days=1))
         assert 0 < step.rows_folded < 20  # one transaction: at most 4 groups
         assert step.watermark < first + timedelta(days=1)
-        result = rollup(usage, NOW)
+        result = rollup(ledger, NOW)
         assert result.rows_folded + step.rows_folded == sum(1 for r in spent if r.reported_tokens)
-        assert answers(reader, usage, start) == without
+        assert answers(reader, ledger, start) == without
         reader.identity.close()
     finally:
         database.drop()

@@ -17,7 +17,7 @@ from pydantic import BaseModel
 from jennah.domain.formation import formation_units
 from jennah.errors import Aborted, JennahError
 from jennah.ports.model import LanguageModel
-from jennah.services.prompts import parse_answer
+from jennah.ports.prompts import parse_answer
 
 Answer = TypeVar("Answer", bound=BaseModel)
 

@@ -27,6 +27,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from jennah.adapters.ledger_rows import RECORD_COLUMNS, record_values
 from jennah.adapters.sqlite.codec import from_micros, required_datetime, required_micros
 from jennah.adapters.sqlite.connection import ControlFile
 from jennah.domain import billing
@@ -38,8 +39,7 @@ from jennah.domain.billing import (
     UsageDimension,
     UsageRecord,
 )
-from jennah.ports.usage import (
-    RECORD_COLUMNS,
+from jennah.ports.ledger import (
     ROLLUP_GROUPINGS,
     USAGE_RETENTION,
     BillingSnapshot,
@@ -49,7 +49,6 @@ from jennah.ports.usage import (
     UsageSpan,
     grouping_for,
     grouping_kept,
-    record_values,
 )
 
 if TYPE_CHECKING:

@@ -29,7 +29,7 @@ from pydantic import BaseModel, Field
 from jennah.domain.access import Caller, Permission, reaches_everything
 from jennah.domain.billing import UsageDimension
 from jennah.errors import InvalidArgument, PermissionDenied
-from jennah.ports.usage import ROLLUP_LAG, SpanTotals, UsageFilters, UsageLedger, UsageSpan
+from jennah.ports.ledger import ROLLUP_LAG, SpanTotals, UsageFilters, UsageLedger, UsageSpan
 from jennah.services.access import Access
 
 MAX_LOOKBACK = timedelta(days=400)  # the retention period of usage records

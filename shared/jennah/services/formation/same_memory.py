@@ -1,9 +1,9 @@
-"""Candidates that touch the same memory, resolved one by one (the formation never fails
-for it). In candidate order:
+"""Candidates that touch the same memory, handled one by one; clashes are rejected (the
+formation never fails for it). In candidate order:
 
 1. Two revisions of one memory: both stay REVISED with the same matchedId; the
    memory is retired once and both replacements are stored from the same
-   instant (planning writes one closure per retired memory).
+   instant (planning writes one supersession per retired memory).
 2. A NEW candidate identical to a revision's replacement: both keep their
    decisions; planning stores the content once (as the replacement).
 3. A NEW or KNOWN candidate for a memory another candidate retires: REJECTED,
@@ -22,7 +22,7 @@ from jennah.domain.formation import Decision
 from jennah.services.formation.candidates import Candidate, ContentKey
 
 
-def resolve_shared_memories(candidates: Sequence[Candidate]) -> None:
+def reject_clashes(candidates: Sequence[Candidate]) -> None:
     """Apply rules 3 and 4 in place (rules 1 and 2 keep every decision)."""
     revisions = [c for c in candidates if c.decision is Decision.REVISED]
     _replacement_is_retired(revisions)

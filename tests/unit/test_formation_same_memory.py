@@ -9,10 +9,10 @@ import pytest
 from jennah.domain import rules
 from jennah.domain.formation import CandidateKind, Decision, ExtractedCandidate
 from jennah.domain.models import MemoryRecord, MemoryType, ScopeRef
+from jennah.ports.prompts import ReconcileChoice
 from jennah.services.formation.candidates import Candidate, Memory, node_id, normalize_text
-from jennah.services.formation.resolution import resolve_shared_memories
+from jennah.services.formation.same_memory import reject_clashes
 from jennah.services.formation.verdicts import VerdictContext, check
-from jennah.services.prompts import ReconcileChoice
 
 SCOPE = ScopeRef(enterprise_id="e", scope_id="s")
 NOW = datetime(2026, 8, 25, tzinfo=UTC)
@@ -44,7 +44,7 @@ def test_a_revision_whose_replacement_is_a_memory_another_retires_is_rejected() 
     retires_kyoto.decide(Decision.REVISED, KYOTO)
     becomes_kyoto = _candidate(1, "The user lives in Kyoto.")
     becomes_kyoto.decide(Decision.REVISED, TOKYO)
-    resolve_shared_memories([retires_kyoto, becomes_kyoto])
+    reject_clashes([retires_kyoto, becomes_kyoto])
     assert retires_kyoto.decision is Decision.REVISED
     assert becomes_kyoto.decision is Decision.REJECTED and becomes_kyoto.matched_id is None
     reason = becomes_kyoto.rejection_reason or ""
@@ -56,7 +56,7 @@ def test_a_new_candidate_stating_a_retired_memory_is_rejected() -> None:
     revision.decide(Decision.REVISED, TOKYO)
     restated = _candidate(1, "The user lives in Tokyo.")
     restated.decide(Decision.NEW)
-    resolve_shared_memories([revision, restated])
+    reject_clashes([revision, restated])
     assert restated.decision is Decision.REJECTED
 
 
