@@ -25,7 +25,7 @@ from jennah.auth import (
 )
 from jennah.domain.access import User
 from jennah.domain.billing import EnterpriseBilling, Plan
-from jennah.errors import AlreadyExists, Internal, JennahError
+from jennah.errors import AlreadyExists, FailedPrecondition, Internal, JennahError
 from jennah.ports.embedder import Embedder
 from jennah.ports.id_token import IdTokenVerifier
 from jennah.ports.identity import IdentityStore
@@ -306,6 +306,26 @@ def build_operations(
     return SqliteOperationStore(_local_control_file(settings))
 
 
+def build_cloud_tasks_queue(settings: Settings) -> TaskQueue:
+    """The formation queue configured by `settings` (JENNAH_TASKS_*, JENNAH_FORM_WORKER_URL,
+    CLOUD_TASKS_EMULATOR_HOST)."""
+    if not settings.form_worker_url:
+        raise FailedPrecondition(
+            "the form-worker URL is not configured: set JENNAH_FORM_WORKER_URL"
+        )
+    from jennah.adapters.cloud_tasks.queue import make_queue
+
+    return make_queue(
+        project=settings.tasks_project,
+        location=settings.tasks_location,
+        queue=settings.tasks_queue,
+        worker_url=settings.form_worker_url,
+        service_account_email=settings.tasks_service_account or None,
+        dispatch_deadline=timedelta(seconds=settings.tasks_dispatch_deadline_seconds),
+        emulator_host=settings.cloud_tasks_emulator_host or None,
+    )
+
+
 def build_tasks(settings: Settings, container: Container) -> TaskQueue:
     """Cloud Tasks (to the form-worker function), or a pool of threads doing its work here.
 
@@ -313,9 +333,7 @@ def build_tasks(settings: Settings, container: Container) -> TaskQueue:
     production), at most once per SWEEP_INTERVAL, after a delivery.
     """
     if settings.formation_queue == "cloud_tasks":
-        from jennah.adapters.cloud_tasks.queue import make_queue
-
-        return make_queue(settings)
+        return build_cloud_tasks_queue(settings)
     from jennah.adapters.local_queue import LocalTaskQueue
     from jennah.api import logs
     from jennah.services import formation_operations
