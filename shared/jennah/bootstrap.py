@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from jennah.api.logs import log_formation
-from jennah.errors import Internal
+from jennah.errors import FailedPrecondition, Internal
 from jennah.ports.embedder import Embedder
 from jennah.ports.id_token import IdTokenVerifier
 from jennah.ports.identity import IdentityStore
@@ -315,14 +315,32 @@ def build_operations(
     return SqliteOperationStore(_local_control_file(settings))
 
 
+def build_cloud_tasks_queue(settings: Settings) -> TaskQueue:
+    """The formation queue configured by `settings` (JENNAH_TASKS_*, JENNAH_FORM_WORKER_URL,
+    CLOUD_TASKS_EMULATOR_HOST)."""
+    if not settings.form_worker_url:
+        raise FailedPrecondition(
+            "the form-worker URL is not configured: set JENNAH_FORM_WORKER_URL"
+        )
+    from jennah.adapters.cloud_tasks.queue import make_queue
+
+    return make_queue(
+        project=settings.tasks_project,
+        location=settings.tasks_location,
+        queue=settings.tasks_queue,
+        worker_url=settings.form_worker_url,
+        service_account_email=settings.tasks_service_account or None,
+        dispatch_deadline=timedelta(seconds=settings.tasks_dispatch_deadline_seconds),
+        emulator_host=settings.cloud_tasks_emulator_host or None,
+    )
+
+
 def build_tasks(settings: Settings, container: Container) -> TaskQueue:
     """Cloud Tasks (to the form-worker function), or a pool of threads running the same
     work here (`Formation.work`); the pool also deletes expired operations, which
     Firestore's TTL policy does in production."""
     if settings.formation_queue == "cloud_tasks":
-        from jennah.adapters.cloud_tasks.queue import make_queue
-
-        return make_queue(settings)
+        return build_cloud_tasks_queue(settings)
     from jennah.adapters.local_queue import LocalTaskQueue
     from jennah.services.formation import Outcome
 

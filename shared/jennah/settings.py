@@ -6,6 +6,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Literal
 
+from pydantic import AliasChoices, Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from jennah.domain.billing import Plan
@@ -38,8 +39,6 @@ class Settings(BaseSettings):
     firestore_project: str = "jennah-local"
     firestore_database: str = "(default)"
 
-    # Cloud Tasks: the formation queue and the form-worker its tasks are sent to
-    # (CLOUD_TASKS_EMULATOR_HOST switches the client to the emulator)
     # the plan of an enterprise with no billing settings stored (any but TRIAL)
     default_plan: Plan = Plan.FREE
     # where memory:form operations run: "local", an in-process worker pool (the embedded
@@ -49,6 +48,7 @@ class Settings(BaseSettings):
     # a form-worker's claim on an operation: longer than a formation may run (30 minutes),
     # so a live worker is never overtaken; a crashed one's operation is retried after it
     operation_lease_seconds: float = 31 * 60
+    # Cloud Tasks: the formation queue and the form-worker its tasks are sent to
     tasks_project: str = "demo-test"
     tasks_location: str = "us-central1"
     tasks_queue: str = "formations"
@@ -56,6 +56,12 @@ class Settings(BaseSettings):
     # when set, tasks carry an OIDC token of this service account, audience form_worker_url
     tasks_service_account: str = ""
     tasks_dispatch_deadline_seconds: int = 1800
+    # CLOUD_TASKS_EMULATOR_HOST (no JENNAH_ prefix) switches the client to the emulator:
+    # unlike the Spanner and Firestore libraries, google-cloud-tasks does not read it itself
+    cloud_tasks_emulator_host: str = Field(
+        default="",
+        validation_alias=AliasChoices("CLOUD_TASKS_EMULATOR_HOST", "cloud_tasks_emulator_host"),
+    )
 
     # Google-signed ID tokens (production users): the audience they must carry.
     # Unset: only API keys and development user credentials are accepted.

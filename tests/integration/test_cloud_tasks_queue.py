@@ -15,12 +15,8 @@ from datetime import timedelta
 import pytest
 
 from jennah import errors
-from jennah.adapters.cloud_tasks.queue import (
-    CloudTasksQueue,
-    ensure_queue,
-    make_queue,
-    tasks_client,
-)
+from jennah.adapters.cloud_tasks.queue import CloudTasksQueue, ensure_queue, tasks_client
+from jennah.bootstrap import build_cloud_tasks_queue
 from jennah.ports.tasks import FormationTask, task_body, task_from_body
 from jennah.settings import Settings
 from tests.support.cloud_tasks_emulator import (
@@ -207,7 +203,9 @@ def test_ensure_queue_is_idempotent() -> None:
 
 
 @needs_emulator
-def test_make_queue_reads_settings_and_the_emulator_host(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_queue_is_built_from_settings_and_the_emulator_host(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     monkeypatch.setenv("CLOUD_TASKS_EMULATOR_HOST", session_emulator().host)
     with new_queue() as path, recording_worker() as worker:
         settings = Settings(
@@ -216,7 +214,8 @@ def test_make_queue_reads_settings_and_the_emulator_host(monkeypatch: pytest.Mon
             tasks_queue=path.rsplit("/", 1)[-1],
             form_worker_url=worker.url,
         )
-        queue = make_queue(settings)
+        queue = build_cloud_tasks_queue(settings)
+        assert isinstance(queue, CloudTasksQueue)
         assert queue.queue_path == path
         assert queue.worker_url == worker.url
         queue.enqueue(_task("op-from-settings"))
@@ -224,6 +223,6 @@ def test_make_queue_reads_settings_and_the_emulator_host(monkeypatch: pytest.Mon
     assert delivery.body == task_body(_task("op-from-settings"))
 
 
-def test_make_queue_needs_the_worker_url() -> None:
+def test_the_queue_needs_the_worker_url() -> None:
     with pytest.raises(errors.FailedPrecondition, match="JENNAH_FORM_WORKER_URL"):
-        make_queue(Settings(form_worker_url=""), client=object())  # type: ignore[arg-type]
+        build_cloud_tasks_queue(Settings(form_worker_url=""))

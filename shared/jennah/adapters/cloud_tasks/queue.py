@@ -1,13 +1,13 @@
 """The task queue on Cloud Tasks: each formation task is an HTTP task to the form-worker.
 
-CLOUD_TASKS_EMULATOR_HOST, when set, points the client at a local emulator
-(scripts/cloud-tasks-emulator). Unlike the Spanner and Firestore libraries,
-google-cloud-tasks does not read such a variable itself: `tasks_client` does.
+An emulator host (CLOUD_TASKS_EMULATOR_HOST, read into Settings) points the client
+at a local emulator (scripts/cloud-tasks-emulator). Unlike the Spanner and Firestore
+libraries, google-cloud-tasks does not read such a variable itself: `tasks_client`
+takes it.
 """
 
 from __future__ import annotations
 
-import os
 import re
 from datetime import timedelta
 
@@ -17,9 +17,7 @@ from google.cloud import tasks_v2
 
 from jennah import errors
 from jennah.ports.tasks import FormationTask, task_body
-from jennah.settings import Settings
 
-EMULATOR_HOST_VARIABLE = "CLOUD_TASKS_EMULATOR_HOST"
 DEFAULT_DISPATCH_DEADLINE = timedelta(minutes=30)
 DEFAULT_TIMEOUT_SECONDS = 10.0
 
@@ -139,23 +137,27 @@ def tasks_client(emulator_host: str | None = None) -> tasks_v2.CloudTasksClient:
 
 
 def make_queue(
-    settings: Settings, client: tasks_v2.CloudTasksClient | None = None
+    *,
+    project: str,
+    location: str,
+    queue: str,
+    worker_url: str,
+    service_account_email: str | None = None,
+    dispatch_deadline: timedelta = DEFAULT_DISPATCH_DEADLINE,
+    emulator_host: str | None = None,
+    client: tasks_v2.CloudTasksClient | None = None,
 ) -> CloudTasksQueue:
-    """The formation queue configured by `settings` (JENNAH_TASKS_*, JENNAH_FORM_WORKER_URL)."""
-    if not settings.form_worker_url:
-        raise errors.FailedPrecondition(
-            "the form-worker URL is not configured: set JENNAH_FORM_WORKER_URL"
-        )
+    """The queue `queue` of `project` in `location`, its tasks POSTed to `worker_url`
+    (with an OIDC token of `service_account_email` when given); its client on the
+    emulator at `emulator_host` when given, unless `client` is passed."""
     if client is None:
-        client = tasks_client(os.environ.get(EMULATOR_HOST_VARIABLE))
+        client = tasks_client(emulator_host)
     return CloudTasksQueue(
         client,
-        tasks_v2.CloudTasksClient.queue_path(
-            settings.tasks_project, settings.tasks_location, settings.tasks_queue
-        ),
-        settings.form_worker_url,
-        service_account_email=settings.tasks_service_account or None,
-        dispatch_deadline=timedelta(seconds=settings.tasks_dispatch_deadline_seconds),
+        tasks_v2.CloudTasksClient.queue_path(project, location, queue),
+        worker_url,
+        service_account_email=service_account_email or None,
+        dispatch_deadline=dispatch_deadline,
     )
 
 
