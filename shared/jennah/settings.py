@@ -10,6 +10,7 @@ from pydantic import AliasChoices, Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from jennah.domain.billing import Plan
+from jennah.domain.operations import LEASE
 
 
 class Settings(BaseSettings):
@@ -47,7 +48,7 @@ class Settings(BaseSettings):
     local_form_workers: int = 4
     # a form-worker's claim on an operation: longer than a formation may run (30 minutes),
     # so a live worker is never overtaken; a crashed one's operation is retried after it
-    operation_lease_seconds: float = 31 * 60
+    operation_lease_seconds: float = LEASE.total_seconds()
     # Cloud Tasks: the formation queue and the form-worker its tasks are sent to
     tasks_project: str = "demo-test"
     tasks_location: str = "us-central1"
