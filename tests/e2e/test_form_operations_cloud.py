@@ -753,9 +753,12 @@ def test_a_worker_killed_in_the_model_call_is_retried_after_its_lease_and_commit
     operation = the_operation(deployment, tenant)
     assert (operation.state, operation.attempts) == (OperationState.SUCCEEDED, 2)
     deliveries = deployment.tap.deliveries(operation.operation_id)
-    # down (502), then held by the dead worker's lease (503), then run again (200)
-    assert statuses(deliveries)[0] == 502 and statuses(deliveries)[-1] == 200
-    assert 503 in statuses(deliveries)
+    # down (502), then held by the dead worker's lease (503) for as long as it lasts, then
+    # run again (200) exactly once; whether a delivery lands inside the lease depends on how
+    # fast the worker restarts on a busy machine (the 503 itself: test_api_jobs)
+    seen = statuses(deliveries)
+    assert seen[0] == 502 and seen[-1] == 200 and seen.count(200) == 1
+    assert set(seen[:-1]) <= {502, 503}
     assert_formed_once(deployment, tenant, "survives-a-crash")
     # the second attempt's units; the first was killed before it could settle
     assert [u.formation_id for u in usage_records(deployment, tenant)] == [
