@@ -25,8 +25,17 @@ def test_every_case_file_holds_to_the_schema(path: Path) -> None:
     assert case.id == path.stem
 
 
-def test_the_set_is_large_enough() -> None:
-    assert len(FILES) >= 20
+def test_the_set_is_large_and_both_splits_cover_every_kind_of_case() -> None:
+    loaded = [cases.load_case(path) for path in FILES]
+    assert len(loaded) >= 80
+    for split in cases.SPLITS:
+        chosen = [c for c in loaded if c.split == split]
+        assert 0.45 <= len(chosen) / len(loaded) <= 0.55, split
+        for tag in cases.COVERAGE_TAGS:
+            assert any(tag in c.tags for c in chosen), f"no {split} case is tagged {tag}"
+    for tag in cases.COVERAGE_TAGS:
+        assert sum(tag in c.tags for c in loaded) >= 3, f"fewer than 3 cases tagged {tag}"
+    assert sum(c.empty for c in loaded) >= 3
 
 
 # A valid case to break one field at a time.
