@@ -341,6 +341,7 @@ def _latency(total: Totals) -> dict[str, Any]:
     }
 
 
+_SHORT = ("recall", "decision", "attribution", "spurious", "empty", "structure")
 _FIGURES = (
     ("fact recall", "factRecall"),
     ("decision accuracy", "decisionAccuracy"),
@@ -370,7 +371,7 @@ def _print(report: dict[str, Any], scores: Sequence[CaseScore], verbose: bool) -
     rows.append(["latency p50 / p95 ms", *(_p50_p95(g) for g in groups.values())])
     print(table(["figure", *groups], rows))
     print("\nper tag (coverage tags first)\n")
-    print(table(["tag", "cases", *(n for n, _ in _FIGURES)], _tag_rows(report["tags"])))
+    print(table(["tag", "cases", *_SHORT], _tag_rows(report["tags"])))
     print("\nper decision label (labelled facts, optional ones aside)\n")
     decision_rows = [
         [name, *(_fraction(d[key]) for key in _FACT_RATES)]
