@@ -43,6 +43,28 @@ class MethodNotAllowed(JennahError):
         return 405
 
 
+class HttpRefusal(InvalidArgument):
+    """A request refused before it reaches a route: INVALID_ARGUMENT, as Google's APIs
+    refuse an oversized payload, under the HTTP code that says why (413, 414, 431, 400)."""
+
+    def __init__(self, code: int, message: str, reason: str, metadata: dict[str, str]) -> None:
+        super().__init__(message, reason=reason, metadata=metadata)
+        self.code = code
+
+    @property
+    def http_status(self) -> int:
+        return self.code
+
+
+def payload_too_large(limit: int) -> HttpRefusal:
+    return HttpRefusal(
+        413,
+        f"Request payload size exceeds the limit: {limit} bytes.",
+        "PAYLOAD_TOO_LARGE",
+        {"limitBytes": str(limit)},
+    )
+
+
 def error_response(err: JennahError) -> ErrorResponse:
     """The Google error body for an error; the reason defaults to the status name."""
     details: list[ErrorInfo | BadRequest | RetryInfo] = [
@@ -104,4 +126,10 @@ def _describe(error: Any) -> str:
         message = message[len(prefix) :]
     if error["type"] == "literal_error":
         return message.replace("Input should be", "must be one of")
+    if error["type"] == "too_long":
+        context = error.get("ctx", {})
+        return (
+            f"has {context.get('actual_length', 'too many')} items; at most "
+            f"{context.get('max_length')} are allowed"
+        )
     return message
