@@ -95,3 +95,7 @@ class Unavailable(JennahError):
 
 class Internal(JennahError):
     status = "INTERNAL"
+
+
+class Unimplemented(JennahError):
+    status = "UNIMPLEMENTED"

@@ -1,4 +1,4 @@
-"""Hostile input at the HTTP edge (issue 13 items 4 and 6): every route's body is
+"""Hostile input at the HTTP edge (issue 13 items 4, 6 and 7): every route's body is
 bounded, read whole and parsed strictly before a handler runs; each refusal is a 4xx
 Google error body and changes nothing."""
 
@@ -204,6 +204,28 @@ def test_operator_in_takes_at_most_100_values(api: Api) -> None:
     assert field_of(error) == "semantic.filters[0].values"
     assert "at most 100" in error["message"]
     assert query(100).status_code == 200
+
+
+# item 7: Google error bodies everywhere
+
+
+@pytest.mark.parametrize("path", ["/nowhere%0A", "/v1/scopes/a%0Ab", "/v1/%0A/x"])
+def test_a_path_holding_a_line_break_is_a_google_error(api: Api, path: str) -> None:
+    response = api.get(path)
+    assert response.mimetype == "application/json"
+    error_of(response, response.status_code, "NOT_FOUND")
+
+
+def test_an_id_holding_a_line_break_is_named(api: Api) -> None:
+    response = api.get("/v1/scopes/a%0Ab/memory:inspect")
+    assert field_of(error_of(response, 400, "INVALID_ARGUMENT")) == "scopeId"
+
+
+@pytest.mark.parametrize("method", ["TRACE", "CONNECT", "PROPFIND"])
+def test_a_method_flask_does_not_know_is_a_google_error(api: Api, method: str) -> None:
+    response = api.app.test_client().open(COMMIT, method=method, headers=AUTH)
+    error = error_of(response, 404, "NOT_FOUND")
+    assert reason_of(error) == "METHOD_NOT_ALLOWED" and response.headers["Allow"] == "POST"
 
 
 def test_values_are_counted_outside_strings_once_the_rough_count_is_past_the_bound() -> None:
