@@ -10,6 +10,7 @@ VmRSS and VmHWM (peak) of the server before and after each request. Linux only.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import socket
 import threading
 import time
@@ -70,7 +71,8 @@ def _send(served: Served, *, chunked: bool) -> tuple[str, float]:
         sender.start()
         first = sock.recv(64)
         elapsed = time.perf_counter() - started
-        sock.shutdown(socket.SHUT_RDWR)
+        with contextlib.suppress(OSError):  # the server may have closed it already
+            sock.shutdown(socket.SHUT_RDWR)
         sender.join(timeout=30)
     return first.split(b" ", 2)[1].decode() if first else "closed", elapsed
 
