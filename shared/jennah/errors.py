@@ -97,6 +97,10 @@ class Internal(JennahError):
     status = "INTERNAL"
 
 
+class Unimplemented(JennahError):
+    status = "UNIMPLEMENTED"
+
+
 class ClientGone(JennahError):
     """The client closed the connection before its answer; its formation was cancelled."""
 
@@ -117,6 +121,7 @@ _BY_STATUS: dict[str, type[JennahError]] = {
         DeadlineExceeded,
         Unavailable,
         Internal,
+        Unimplemented,
         ClientGone,
     )
 }

@@ -79,6 +79,10 @@ class Settings(BaseSettings):
 
     # the CLI's server
     endpoint: str = "http://127.0.0.1:8080"
+    # `jnh serve`'s HTTP server (werkzeug's development server only for comparison) and
+    # how long it waits for a request to arrive whole, from its first byte
+    http_server: Literal["waitress", "werkzeug"] = "waitress"
+    request_timeout_seconds: float = 30.0
 
 
 @lru_cache(maxsize=1)

@@ -44,6 +44,7 @@ class Server:
     data_dir: Path
     workdir: Path
     banner: list[str] = field(default_factory=list)
+    pid: int = 0
 
     def env(self, **extra: str) -> dict[str, str]:
         env = {k: v for k, v in os.environ.items() if not k.startswith("JENNAH_")}
@@ -80,8 +81,9 @@ class Server:
 
 
 @contextlib.contextmanager
-def serving(workdir: Path, data_dir: Path | None = None) -> Iterator[Server]:
-    """`jnh serve` on a free port until the block ends; its banner in `Server.banner`."""
+def serving(workdir: Path, data_dir: Path | None = None, **env: str) -> Iterator[Server]:
+    """`jnh serve` on a free port until the block ends; its banner in `Server.banner`;
+    `env` adds JENNAH_ settings to its environment."""
     port = free_port()
     server = Server(f"http://127.0.0.1:{port}", data_dir or workdir / "data", workdir)
     log_path = workdir / f"serve-{port}.log"
@@ -89,9 +91,10 @@ def serving(workdir: Path, data_dir: Path | None = None) -> Iterator[Server]:
         process = subprocess.Popen(
             [*jnh_command(), "serve", "--host", "127.0.0.1", "--port", str(port),
              "--data-dir", str(server.data_dir)],
-            env=server.env(JENNAH_EMBEDDER="hashing", JENNAH_STORE="sqlite"),
+            env=server.env(JENNAH_EMBEDDER="hashing", JENNAH_STORE="sqlite", **env),
             stdout=subprocess.PIPE, stderr=log, text=True,
         )  # fmt: skip
+        server.pid = process.pid
         try:
             _wait_until_listening(process, port)
             assert process.stdout is not None

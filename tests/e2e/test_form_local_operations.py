@@ -1,6 +1,7 @@
-"""The embedded default behaves like production: `jnh serve`'s server (werkzeug, threaded)
-with its in-process worker pool cancels a formation whose client disconnects, and answers
-the asynchronous mode. Served for real on a socket, as `jnh serve` serves."""
+"""The embedded default behaves like production: `jnh serve`'s server (waitress, and
+werkzeug's threaded server it replaced) with its in-process worker pool cancels a formation
+whose client disconnects, and answers the asynchronous mode. Served for real on a socket,
+as `jnh serve` serves."""
 
 from __future__ import annotations
 
@@ -13,10 +14,10 @@ from pathlib import Path
 
 import httpx
 import pytest
-from werkzeug.serving import make_server
 
 from jennah.adapters.models.scripted import ScriptedModel, Slow
 from jennah.api.app import create_app
+from jennah.api.server import make_server
 from jennah.domain.operations import OperationState
 from tests.unit.fakes import TOKEN
 from tests.unit.test_api_form import FORM, TOKYO, _extraction, rows, sqlite_api
@@ -24,17 +25,21 @@ from tests.unit.test_api_form import FORM, TOKYO, _extraction, rows, sqlite_api
 ANSWER = _extraction(("The user lives in Tokyo.", "I live in Tokyo"))
 
 
-@pytest.fixture
-def served(tmp_path: Path) -> Iterator[tuple[str, object, ScriptedModel]]:
+@pytest.fixture(params=["waitress", "werkzeug"])
+def served(
+    tmp_path: Path, request: pytest.FixtureRequest
+) -> Iterator[tuple[str, object, ScriptedModel]]:
     model = ScriptedModel()
     with sqlite_api(tmp_path, model) as api:
-        server = make_server("127.0.0.1", 0, create_app(api.container), threaded=True)
+        server = make_server(create_app(api.container), "127.0.0.1", 0, kind=request.param)
         thread = threading.Thread(target=server.serve_forever, daemon=True)
         thread.start()
         try:
             yield f"http://127.0.0.1:{server.port}", api, model
         finally:
             server.shutdown()
+            thread.join(timeout=10)
+            server.server_close()
             api.container.tasks.close()
 
 

@@ -176,11 +176,17 @@ def test_the_root_is_not_found(api: Api) -> None:
         ("POST", "/openapi.json", "GET"),
     ],
 )
-def test_a_wrong_method_is_405(api: Api, method: str, path: str, allowed: str) -> None:
+def test_a_wrong_method_is_not_found_as_google_answers_it(
+    api: Api, method: str, path: str, allowed: str
+) -> None:
+    """Google's APIs answer a method a path does not bind 404 NOT_FOUND ("Method not
+    found."); google.rpc has no status for HTTP 405 (UNIMPLEMENTED is 501)."""
     response = api.app.test_client().open(path, method=method, headers={"Authorization": "x"})
-    error = error_of(response, 405, "UNIMPLEMENTED")
+    error = error_of(response, 404, "NOT_FOUND")
     assert response.headers["Allow"] == allowed
+    assert error["message"].startswith("Method not found")
     assert error["details"][0]["reason"] == "METHOD_NOT_ALLOWED"
+    assert error["details"][0]["metadata"] == {"method": method, "allowed": allowed}
 
 
 @pytest.mark.parametrize("scope_id", ["a b", "a%2Fb", "x" * 129, "é"])

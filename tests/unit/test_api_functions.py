@@ -113,7 +113,7 @@ def test_a_function_does_not_serve_another_functions_routes(
 
 def test_a_function_refuses_a_wrong_method_and_a_missing_token(container: Container) -> None:
     commit = client("commit")
-    assert commit.get("/v1/scopes/bot/memory:commit", headers=AUTH).status_code == 405
+    assert commit.get("/v1/scopes/bot/memory:commit", headers=AUTH).status_code == 404
     refused = commit.post("/v1/scopes/bot/memory:commit", json={"chunks": [{"text": "x"}]})
     assert refused.status_code == 401
     assert refused.get_json()["error"]["status"] == "UNAUTHENTICATED"

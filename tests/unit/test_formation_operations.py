@@ -535,7 +535,7 @@ def test_errors_round_trip_through_the_operation(error: JennahError) -> None:
 
 
 def test_an_unknown_code_comes_back_internal() -> None:
-    back = error_from(error_of(errors.Internal("x")).model_copy(update={"code": "UNIMPLEMENTED"}))
+    back = error_from(error_of(errors.Internal("x")).model_copy(update={"code": "DATA_LOSS"}))
     assert back.status == "INTERNAL" and back.message == "x"
 
 

@@ -24,8 +24,11 @@ from pydantic import (
 )
 from pydantic.alias_generators import to_camel
 
+from jennah.services.commit import MAX_COMMIT_ITEMS
+
 _RFC3339 = re.compile(r"^\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(\.\d{1,9})?([Zz]|[+-]\d{2}:\d{2})$")
 TIMESTAMP_HINT = "an RFC 3339 timestamp with a time zone, such as 2024-05-01T09:00:00Z"
+TIMESTAMP_RANGE = "0001-01-01T00:00:00Z and 9999-12-31T23:59:59.999999Z"
 INT32_MAX = 2**31 - 1
 
 
@@ -34,17 +37,21 @@ def parse_timestamp(value: object) -> datetime:
     if isinstance(value, datetime):
         if value.tzinfo is None:
             raise ValueError(f"must be {TIMESTAMP_HINT}")
-        return value.astimezone(UTC)
+        try:
+            return value.astimezone(UTC)
+        except OverflowError:
+            raise ValueError(f"must be between {TIMESTAMP_RANGE}, in UTC") from None
     if not isinstance(value, str) or not _RFC3339.match(value):
         raise ValueError(f"must be {TIMESTAMP_HINT}")
     text = value.upper()
     if text.endswith("Z"):
         text = text[:-1] + "+00:00"
     try:
-        parsed = datetime.fromisoformat(text)
+        return datetime.fromisoformat(text).astimezone(UTC)
     except ValueError:
         raise ValueError(f"must be {TIMESTAMP_HINT}") from None
-    return parsed.astimezone(UTC)
+    except OverflowError:  # 0001-01-01T00:00:00+14:00 is before year 1 in UTC
+        raise ValueError(f"must be between {TIMESTAMP_RANGE}, in UTC") from None
 
 
 def format_timestamp(value: datetime) -> str:
@@ -157,12 +164,13 @@ class Supersession(WireRequest):
 
 
 class CommitRequest(WireRequest):
-    """Everything one memory:commit writes, in one transaction."""
+    """Everything one memory:commit writes, in one transaction: at most 500 items in all
+    (each list is bounded on its own while it is parsed, the sum by the commit)."""
 
-    chunks: list[CommitChunk] = Field(default_factory=list)
-    nodes: list[CommitNode] = Field(default_factory=list)
-    edges: list[CommitEdge] = Field(default_factory=list)
-    supersessions: list[Supersession] = Field(default_factory=list)
+    chunks: list[CommitChunk] = Field(default_factory=list, max_length=MAX_COMMIT_ITEMS)
+    nodes: list[CommitNode] = Field(default_factory=list, max_length=MAX_COMMIT_ITEMS)
+    edges: list[CommitEdge] = Field(default_factory=list, max_length=MAX_COMMIT_ITEMS)
+    supersessions: list[Supersession] = Field(default_factory=list, max_length=MAX_COMMIT_ITEMS)
 
 
 class CommitResponse(WireResponse):
@@ -190,7 +198,9 @@ class Filter(WireRequest):
 
     key: str = Field(description="A metadata key; in graph.start: NodeId, Label or NodeType")
     value: str | None = Field(default=None, description="The value, for EQUALS and NOT_EQUALS")
-    values: list[str] | None = Field(default=None, description="The values, for OPERATOR_IN")
+    values: list[str] | None = Field(
+        default=None, description="The values, for OPERATOR_IN: at most 100"
+    )
     operator: Operator = "OPERATOR_EQUALS"
 
 

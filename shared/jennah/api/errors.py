@@ -22,25 +22,98 @@ from jennah.api.dto import (
     RetryInfo,
     Status,
 )
-from jennah.errors import InvalidArgument, JennahError
+from jennah.errors import Internal, InvalidArgument, JennahError, NotFound, Unimplemented
 
 
 class MethodNotAllowed(JennahError):
-    """The path exists but not for this HTTP method (google.rpc has no 405 status)."""
+    """The path exists but not for this HTTP method.
 
-    status = "UNIMPLEMENTED"
+    google.rpc has no status for it, and Google's APIs answer a method a path does not
+    bind as an unknown method: 404 NOT_FOUND ("Method not found."). So does this API,
+    with the methods the path takes in an `Allow` header and in the ErrorInfo.
+    """
+
+    status = "NOT_FOUND"
 
     def __init__(self, method: str, path: str, allowed: list[str]) -> None:
         super().__init__(
-            f"{method} is not allowed on {path}; use {' or '.join(allowed)}",
+            f"Method not found: {method} is not bound on {path[:200]}; use {' or '.join(allowed)}",
             reason="METHOD_NOT_ALLOWED",
-            metadata={"method": method, "allowed": ",".join(allowed)},
+            metadata={"method": method[:32], "allowed": ",".join(allowed)},
         )
         self.allowed = allowed
 
+
+class HttpRefusal(InvalidArgument):
+    """A request refused before it reaches a route: INVALID_ARGUMENT, as Google's APIs
+    refuse an oversized payload, under the HTTP code that says why (413, 414, 431, 400)."""
+
+    def __init__(self, code: int, message: str, reason: str, metadata: dict[str, str]) -> None:
+        super().__init__(message, reason=reason, metadata=metadata)
+        self.code = code
+
     @property
     def http_status(self) -> int:
-        return 405
+        return self.code
+
+
+def payload_too_large(limit: int) -> HttpRefusal:
+    return HttpRefusal(
+        413,
+        f"Request payload size exceeds the limit: {limit} bytes.",
+        "PAYLOAD_TOO_LARGE",
+        {"limitBytes": str(limit)},
+    )
+
+
+def uri_too_long(limit: int) -> HttpRefusal:
+    return HttpRefusal(
+        414,
+        f"The request line (method, path and query) exceeds the limit: {limit} bytes.",
+        "URI_TOO_LONG",
+        {"limitBytes": str(limit)},
+    )
+
+
+def headers_too_large(limit: int) -> HttpRefusal:
+    return HttpRefusal(
+        431,
+        f"The request headers exceed the limit: {limit} bytes.",
+        "HEADERS_TOO_LARGE",
+        {"limitBytes": str(limit)},
+    )
+
+
+def malformed_request(detail: str) -> HttpRefusal:
+    return HttpRefusal(400, f"Malformed HTTP request: {detail}", "MALFORMED_REQUEST", {})
+
+
+class RequestTimeout(JennahError):
+    """The client did not send its whole request in time (HTTP 408)."""
+
+    status = "DEADLINE_EXCEEDED"
+
+    def __init__(self, seconds: float) -> None:
+        super().__init__(
+            f"The request was not received within {seconds:g} s; the connection is closed.",
+            reason="REQUEST_TIMEOUT",
+            metadata={"timeoutSeconds": f"{seconds:g}"},
+        )
+
+    @property
+    def http_status(self) -> int:
+        return 408
+
+
+def from_http_status(code: int, description: str) -> JennahError:
+    """A refusal made by the HTTP machinery itself (the WSGI server, werkzeug), by code."""
+    if code == 404:
+        return NotFound(f"no such resource: {description[:200]}", reason="ROUTE_NOT_FOUND")
+    if code == 501:
+        return Unimplemented(description, reason="NOT_IMPLEMENTED")
+    if 400 <= code < 500:
+        return HttpRefusal(code, description, "MALFORMED_REQUEST", {})
+    return Internal("internal error; the server log has the details")
 
 
 def error_response(err: JennahError) -> ErrorResponse:
@@ -104,4 +177,10 @@ def _describe(error: Any) -> str:
         message = message[len(prefix) :]
     if error["type"] == "literal_error":
         return message.replace("Input should be", "must be one of")
+    if error["type"] == "too_long":
+        context = error.get("ctx", {})
+        return (
+            f"has {context.get('actual_length', 'too many')} items; at most "
+            f"{context.get('max_length')} are allowed"
+        )
     return message

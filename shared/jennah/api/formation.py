@@ -62,10 +62,13 @@ def client_gone_probe() -> Callable[[], bool]:
 
     The request body is read by now, so the connection is readable only when the
     client closed it (recv returns b"") or broke it. Servers that expose the socket
-    (werkzeug's `jnh serve`, gunicorn under functions-framework) are probed; on
-    others the probe always answers False.
+    (gunicorn under functions-framework, werkzeug's) are probed; waitress (`jnh serve`)
+    tells it itself; on others the probe always answers False.
     """
     environ = flask.request.environ
+    disconnected = environ.get("waitress.client_disconnected")
+    if callable(disconnected):
+        return lambda: bool(disconnected())
     sock = environ.get("gunicorn.socket") or environ.get("werkzeug.socket")
     if not isinstance(sock, socket.socket):
         return lambda: False

@@ -19,6 +19,7 @@ from pydantic.json_schema import GenerateJsonSchema, JsonSchemaMode, models_json
 
 import jennah
 from jennah.api import dto
+from jennah.api.bodies import MAX_BODY_BYTES
 from jennah.api.routes import ALL_ROUTES, Route
 from jennah.domain.access import MANAGEMENT_PERMISSIONS
 
@@ -31,10 +32,16 @@ _ERRORS = {
     "403": "PERMISSION_DENIED: the caller lacks the permission (management-class "
     "permissions are never usable with an API key)",
     "404": "NOT_FOUND: no such route or resource; a scope the caller does not reach is "
-    "answered exactly as one that does not exist",
-    "405": "the path exists, but not for this HTTP method",
+    "answered exactly as one that does not exist. A method the path does not bind is "
+    'answered as Google\'s APIs answer it, NOT_FOUND ("Method not found", reason '
+    "METHOD_NOT_ALLOWED), with the path's methods in an Allow header",
     "default": "any other error, as a google.rpc.Status",
 }
+_PAYLOAD_TOO_LARGE = (
+    f"INVALID_ARGUMENT (reason PAYLOAD_TOO_LARGE): the body exceeds {MAX_BODY_BYTES:,} bytes "
+    "(10 MiB); it is refused by its Content-Length before it is read, or as soon as a "
+    "chunked body passes the limit"
+)
 
 
 class _Generator(GenerateJsonSchema):
@@ -57,7 +64,11 @@ def build_document(routes: tuple[Route, ...] = ALL_ROUTES) -> dict[str, Any]:
                 "objects under `error`. Agent workspaces and subject scopes share one "
                 "identifier space: /v1/scopes/X reaches scope X of either kind, "
                 "/v1/agents/X only an agent workspace. A scope the caller does not reach "
-                "is answered exactly as one that does not exist."
+                "is answered exactly as one that does not exist. Every refusal, those of "
+                "the HTTP server included, is such a body: a request body over 10 MiB is "
+                "413, a request line over 8 KiB 414, headers over 64 KiB 431, a request "
+                "not received within 30 s 408 (DEADLINE_EXCEEDED), a malformed request 400; "
+                "413, 414 and 431 carry the status INVALID_ARGUMENT."
             ),
         },
         "servers": [{"url": "http://127.0.0.1:8080", "description": "jnh serve"}],
@@ -142,9 +153,12 @@ def _operation(route: Route) -> dict[str, Any]:
     ok: dict[str, Any] = {"description": "OK"}
     if route.response_model is not None:
         ok["content"] = {"application/json": {"schema": _ref(route.response_model.__name__)}}
+    errors = dict(_ERRORS)
+    if route.request_model is not None:
+        errors["413"] = _PAYLOAD_TOO_LARGE
     operation["responses"] = {"200": ok} | {
         code: {"$ref": "#/components/responses/Error", "description": text}
-        for code, text in _ERRORS.items()
+        for code, text in sorted(errors.items())
     }
     return operation
 

@@ -26,7 +26,7 @@ from typing import Any
 import flask
 from pydantic import BaseModel, ValidationError
 
-from jennah.api import billing, dto, formation, handlers, logs, vocabulary
+from jennah.api import billing, bodies, dto, formation, handlers, logs, vocabulary
 from jennah.api.context import Services
 from jennah.api.errors import MethodNotAllowed, error_response, from_validation_error
 from jennah.domain import rules
@@ -366,7 +366,8 @@ def dispatch(
         rules.validate_identifier(value, name)
     opened = authorize(access, caller, route, path)
     if route.request_model is not None:
-        parsed: Any = parse_body(request.get_data(cache=False), route.request_model)
+        raw = bodies.read_body(request.stream, request.content_length)
+        parsed: Any = bodies.parse_json(raw, route.request_model)
     elif route.params_model is not None:
         parsed = parse_params(request.args, route.params_model)
     else:
@@ -412,22 +413,6 @@ def match(method: str, path: str, routes: Sequence[Route]) -> tuple[Route, dict[
     raise MethodNotAllowed(method, path, sorted({route.method for route, _ in found}))
 
 
-def parse_body(raw: bytes, model: type[BaseModel]) -> BaseModel:
-    """Strict proto3-JSON parsing: malformed JSON, unknown fields and bad values are refused."""
-    try:
-        payload = json.loads(raw or b"{}", parse_constant=_reject_constant)
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise InvalidArgument(f"Invalid JSON payload: {exc}", reason="MALFORMED_JSON") from None
-    if not isinstance(payload, dict):
-        raise InvalidArgument(
-            "Invalid JSON payload: the body must be a JSON object", reason="MALFORMED_JSON"
-        )
-    try:
-        return model.model_validate(payload)
-    except ValidationError as exc:
-        raise from_validation_error(exc) from None
-
-
 def parse_params(args: Any, model: type[BaseModel]) -> BaseModel:
     """Query parameters, each given at most once, validated like a body."""
     values: dict[str, str] = {}
@@ -444,10 +429,6 @@ def parse_params(args: Any, model: type[BaseModel]) -> BaseModel:
         return model.model_validate(values)
     except ValidationError as exc:
         raise from_validation_error(exc) from None
-
-
-def _reject_constant(name: str) -> None:
-    raise ValueError(f"{name} is not valid JSON")
 
 
 def dto_body(body: BaseModel | dict[str, object]) -> dict[str, object]:

@@ -33,7 +33,9 @@ DEFAULT_PORT = 8080
     "serve",
     short_help="Serve the whole API locally, in one process.",
     help="""Serve the Jennah Memory API locally: every function (memory, scopes,
-    administration) and GET /openapi.json in one threaded process.
+    administration) and GET /openapi.json in one process, on a production HTTP
+    server (waitress: bodies up to 10 MiB, requests received whole within
+    JENNAH_REQUEST_TIMEOUT_SECONDS, 30 s, before a thread runs them).
 
     The first start with a data directory creates the local enterprise ("local")
     with its root user (user:root) and writes the root's credential to
@@ -63,9 +65,8 @@ DEFAULT_PORT = 8080
     "--no-preload", is_flag=True, help="Load the embedding model on the first request instead."
 )
 def serve(host: str | None, port: int | None, data_dir: Path | None, no_preload: bool) -> None:
-    from werkzeug.serving import make_server  # the server's imports stay off other commands
-
-    from jennah.api.app import create_app
+    from jennah.api.app import create_app  # the server's imports stay off other commands
+    from jennah.api.server import make_server
     from jennah.bootstrap import Container
 
     settings = load_settings(data_dir)
@@ -78,10 +79,11 @@ def serve(host: str | None, port: int | None, data_dir: Path | None, no_preload:
         container.warm()
     logging.getLogger("werkzeug").setLevel(logging.WARNING)
     server = make_server(
+        create_app(container),
         host or default_host,
         default_port if port is None else port,
-        create_app(container),
-        threaded=True,
+        kind=settings.http_server,
+        request_timeout=settings.request_timeout_seconds,
     )
     _print_banner(settings, host or default_host, server.port, root)
     signal.signal(signal.SIGTERM, _stop)

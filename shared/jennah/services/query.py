@@ -26,6 +26,7 @@ MAX_GRAPH_LIMIT = 1000
 MAX_DEPTH = 3
 MAX_QUERY_TEXT_LENGTH = 4000
 MAX_FILTERS = 16
+MAX_FILTER_VALUES = 100  # values of one OPERATOR_IN filter
 NODE_FILTER_KEYS = ("NodeId", "Label", "NodeType")
 
 
@@ -114,6 +115,12 @@ def _check_filters(filters: list[MetadataFilter], field: str, keys: tuple[str, .
             raise InvalidArgument(
                 f"{field}[{i}] needs a value (or values for OPERATOR_IN)",
                 field=f"{field}[{i}].value",
+            )
+        if len(flt.values) > MAX_FILTER_VALUES:
+            raise InvalidArgument(
+                f"{field}[{i}].values has {len(flt.values)} values; at most "
+                f"{MAX_FILTER_VALUES} are allowed",
+                field=f"{field}[{i}].values",
             )
 
 
