@@ -484,6 +484,36 @@ def test_a_second_enterprise_with_the_same_id_is_refused(identity: IdentityStore
     assert len(identity.list_bindings(enterprise_id)) == 1
 
 
+def test_an_administrator_grants_no_reach_wider_than_its_own(identity: IdentityStore) -> None:
+    from jennah.services import admin
+
+    enterprise_id = unique("ent")
+    create_enterprise(identity, enterprise_id, f"user:{unique('root')}", NOW)
+    caller = Caller(enterprise_id=enterprise_id, principal=f"user:{unique('admin')}")
+    identity.put_user(User(enterprise_id=enterprise_id, principal=caller.principal))
+    others = {"agent_selectors": ["other.*"], "subject_selectors": ["other.*"]}
+    identity.put_binding(binding(enterprise_id, caller.principal, Role.ADMINISTRATOR, **others))
+    before = identity.list_bindings(enterprise_id)
+    everything = {"agent_selectors": ["*"], "subject_selectors": ["*"]}
+    for attempt in (
+        lambda: admin.grant_role(identity, caller, admin.GrantSpec(
+            principal=caller.principal, role="administrator", **everything), NOW),
+        lambda: admin.create_api_key(identity, caller, admin.KeySpec(role="member", **everything),
+                                     NOW),
+    ):  # fmt: skip
+        with pytest.raises(errors.PermissionDenied) as refused:
+            attempt()
+        assert refused.value.reason == "SELECTOR_NOT_COVERED"
+        assert refused.value.metadata["selector"] == "*"
+    assert identity.list_bindings(enterprise_id) == before
+    assert identity.list_api_keys(enterprise_id) == []
+    narrower = admin.GrantSpec(
+        principal=caller.principal, role="member", agent_selectors=["other.a.*"],
+        subject_selectors=["other.b"],
+    )  # fmt: skip
+    assert admin.grant_role(identity, caller, narrower, NOW).agent_selectors == ["other.a.*"]
+
+
 # -- SQLite: the memory store's file ------------------------------------------------
 
 

@@ -186,3 +186,40 @@ def test_whoami_shows_roles_permissions_and_reach(api: Api) -> None:
     view = ok(api.get("/v1/caller", token=member))
     assert "billing.usage:read" not in view["permissions"]
     assert (view["agentSelectors"], view["subjectSelectors"]) == ([], ["user.m"])
+
+
+def test_nobody_grants_reach_wider_than_its_own(api: Api) -> None:
+    """The probe: an administrator reaching other.* only granted itself and a key
+    ["*"] and read secret.agent. Each wider selector is refused, naming it."""
+    ok(api.post("/v1/agents/secret.agent/memory:commit", {"chunks": [{"text": "secret"}]}))
+    admin = new_user(api, "user:admin")
+    ok(grant(api, "user:admin", "administrator", agentSelectors=["other.*"],
+             subjectSelectors=["other.*"]))  # fmt: skip
+    before = api.identity.snapshot()
+    for response, field, selector in (
+        (grant(api, "user:admin", "administrator", token=admin, agentSelectors=["*"],
+               subjectSelectors=["*"]), "agentSelectors[0]", "*"),
+        (grant(api, "user:admin", "member", token=admin, agentSelectors=["other.a"],
+               subjectSelectors=["other.*", "secret.*"]), "subjectSelectors[1]", "secret.*"),
+        (grant(api, "user:eve", "member", token=admin, agentSelectors=["other"]),
+         "agentSelectors[0]", "other"),
+        (api.post("/v1/apiKeys", {"role": "member", "agentSelectors": ["*"],
+                                  "subjectSelectors": ["*"]}, token=admin),
+         "agentSelectors[0]", "*"),
+    ):  # fmt: skip
+        assert response.status_code == 403, response.get_data(as_text=True)
+        error = response.get_json()["error"]
+        assert error["status"] == "PERMISSION_DENIED"
+        assert error["details"][0]["reason"] == "SELECTOR_NOT_COVERED"
+        assert error["details"][0]["metadata"] == {"selector": selector, "field": field}
+        assert repr(selector) in error["message"]
+    assert api.identity.snapshot() == before
+    query = {"semantic": {"queryText": "secret"}}
+    assert api.post("/v1/agents/secret.agent/memory:query", query, token=admin).status_code == 404
+    # within its own reach it grants freely; a root grants anything
+    ok(grant(api, "user:eve", "member", token=admin, agentSelectors=["other.a", "other.b.*"],
+             subjectSelectors=["other.*"]))  # fmt: skip
+    key = api.post("/v1/apiKeys", {"role": "member", "agentSelectors": ["other.x.*"]},
+                   token=admin)  # fmt: skip
+    assert key.status_code == 200, key.get_data(as_text=True)
+    ok(grant(api, "user:eve", "member", agentSelectors=["*"], subjectSelectors=["*"]))

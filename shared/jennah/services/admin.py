@@ -3,7 +3,9 @@
 The entrypoint has already authenticated the caller and checked the route's
 permission (`Access.require`, or `Access.open_scope` on a route naming a
 scope). These use cases add the rules that depend on the request: only a root
-grants or revokes `root`; principals, roles and selectors are well formed
+grants or revokes `root`; nobody grants reach wider than its own (each selector of a
+new binding or key is covered by one of the granter's: `access.selector_covers`);
+principals, roles and selectors are well formed
 (each error names its field); every read and write stays inside the caller's
 enterprise, and a principal of another enterprise is never touched.
 """
@@ -32,6 +34,7 @@ from jennah.domain.access import (
     User,
     grants_for,
     reaches,
+    uncovered,
     validate_selector,
 )
 from jennah.domain.models import CommitPlan, ScopeRecord, ScopeRef
@@ -173,6 +176,27 @@ def _require_root_for(identity: IdentityStore, caller: Caller, role: Role) -> No
         )
 
 
+def _require_covered(
+    identity: IdentityStore, caller: Caller, agents: list[str], subjects: list[str]
+) -> None:
+    """Nobody grants reach wider than its own (a root reaches everything): each selector
+    granted must be covered by one of the caller's own (`access.selector_covers`)."""
+    own = grants_for(identity.list_bindings(caller.enterprise_id, caller.principal))
+    for field, own_selectors, granted in (
+        ("agentSelectors", own.agent_selectors, agents),
+        ("subjectSelectors", own.subject_selectors, subjects),
+    ):
+        wider = uncovered(own_selectors, granted)
+        if wider:
+            index = granted.index(wider[0])
+            raise PermissionDenied(
+                f"{field}[{index}] {wider[0]!r} reaches scopes that {caller.principal} does "
+                "not reach; grant only selectors your own selectors cover",
+                reason="SELECTOR_NOT_COVERED",
+                metadata={"selector": wider[0], "field": f"{field}[{index}]"},
+            )
+
+
 def is_root(identity: IdentityStore, caller: Caller) -> bool:
     bindings = identity.list_bindings(caller.enterprise_id, caller.principal)
     return any(b.role is Role.ROOT for b in bindings)
@@ -198,6 +222,7 @@ def create_api_key(
     )
     expire_time = _expiry(spec, now)
     _require_root_for(identity, caller, role)
+    _require_covered(identity, caller, *binding_spec)
     key_id = _new_key_id(identity)
     secret = new_secret()
     key = ApiKey(
@@ -281,6 +306,7 @@ def grant_role(
         subject_selectors=validate_selectors(spec.subject_selectors, "subjectSelectors"),
     )
     _require_root_for(identity, caller, role)
+    _require_covered(identity, caller, binding.agent_selectors, binding.subject_selectors)
     _ensure_principal(identity, caller, principal, now)
     identity.put_binding(binding)
     return binding
