@@ -514,6 +514,49 @@ def test_an_administrator_grants_no_reach_wider_than_its_own(identity: IdentityS
     assert admin.grant_role(identity, caller, narrower, NOW).agent_selectors == ["other.a.*"]
 
 
+def test_only_root_users_count_against_revoking_the_last_root(identity: IdentityStore) -> None:
+    from jennah.services import admin
+
+    enterprise_id = unique("ent")
+    root = Caller(enterprise_id=enterprise_id, principal=f"user:{unique('root')}")
+    create_enterprise(identity, enterprise_id, root.principal, NOW)
+    key, _ = _issue_key(identity, root, Role.ROOT)
+    identity.revoke_api_key(enterprise_id, key.key_id, NOW)
+    _issue_key(identity, root, Role.ROOT)  # a live root key
+    identity.put_binding(binding(enterprise_id, f"user:{unique('ghost')}", Role.ROOT))
+    assert admin.managing_roots(identity, enterprise_id) == {root.principal}
+    with pytest.raises(errors.FailedPrecondition) as refused:
+        admin.revoke_role(identity, root, root.principal, "root")
+    assert refused.value.reason == "LAST_ROOT"
+    assert Role.ROOT in [b.role for b in identity.list_bindings(enterprise_id, root.principal)]
+    second = f"user:{unique('second')}"
+    admin.grant_role(identity, root, admin.GrantSpec(principal=second, role="root"), NOW)
+    admin.revoke_role(identity, root, root.principal, "root")
+    assert admin.managing_roots(identity, enterprise_id) == {second}
+
+
+def test_recovering_a_root_binds_it_and_issues_a_working_credential(
+    identity: IdentityStore,
+) -> None:
+    from jennah.services.enterprises import recover_root
+
+    enterprise_id = unique("ent")
+    first = f"user:{unique('root')}"
+    create_enterprise(identity, enterprise_id, first, NOW)
+    identity.delete_binding(enterprise_id, first, Role.ROOT)  # locked out
+    token = recover_root(identity, enterprise_id, first, NOW + timedelta(days=1))
+    caller = _access(identity).authenticate(f"Bearer {token}")
+    assert caller == Caller(enterprise_id=enterprise_id, principal=first)
+    _access(identity).require(caller, Permission.ROLES_MANAGE)
+    stored = identity.get_user(first)
+    assert stored is not None and stored.created_at == NOW  # the same user, a new credential
+    newcomer = f"user:{unique('new')}"
+    recover_root(identity, enterprise_id, newcomer, NOW)
+    assert [b.role for b in identity.list_bindings(enterprise_id, newcomer)] == [Role.ROOT]
+    with pytest.raises(errors.NotFound):
+        recover_root(identity, unique("ent"), newcomer, NOW)
+
+
 # -- SQLite: the memory store's file ------------------------------------------------
 
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from jennah.domain.access import Role, User
+from jennah.domain.access import Role, RoleBinding, User
 from tests.unit.fakes import Api, add_enterprise
 
 
@@ -124,6 +124,25 @@ def test_the_last_root_stays(api: Api) -> None:
     ok(api.post("/v1/roleBindings:revoke", {"principal": "user:root", "role": "root"}))
     roots = [b.principal for b in api.identity.list_bindings("local") if b.role is Role.ROOT]
     assert roots == ["user:second"]
+
+
+def test_root_api_keys_do_not_count_as_roots_revoked_or_not(api: Api) -> None:
+    """The probe: a root API key, revoked, kept the last root user's binding revocable,
+    and then nobody could manage the enterprise. Only users that can manage count."""
+    revoked = ok(api.post("/v1/apiKeys", {"role": "root"}))["keyId"]
+    ok(api.post(f"/v1/apiKeys/{revoked}:revoke"))
+    ok(api.post("/v1/apiKeys", {"role": "root"}))  # a live root key counts no more
+    ghost = RoleBinding(enterprise_id="local", principal="user:ghost", role=Role.ROOT)
+    api.identity.put_binding(ghost)  # a root binding without its user
+    before = api.identity.snapshot()
+    refused = api.post("/v1/roleBindings:revoke", {"principal": "user:root", "role": "root"})
+    assert refused.status_code == 400, refused.get_data(as_text=True)
+    assert refused.get_json()["error"]["details"][0]["reason"] == "LAST_ROOT"
+    assert api.identity.snapshot() == before
+    # the keys' and the ghost's root bindings may go: they never managed anything
+    ok(api.post("/v1/roleBindings:revoke", {"principal": f"api_key:{revoked}", "role": "root"}))
+    ok(api.post("/v1/roleBindings:revoke", {"principal": "user:ghost", "role": "root"}))
+    assert ok(api.get("/v1/caller"))["roles"] == ["root"]
 
 
 @pytest.mark.parametrize(

@@ -124,6 +124,16 @@ def validate_principal(principal: str, field: str) -> str:
     )
 
 
+def validate_user_principal(principal: str, field: str) -> str:
+    """`user:<id>`."""
+    if not USER_PRINCIPAL.match(principal):
+        raise InvalidArgument(
+            f"{field} {principal[:80]!r} must be user:<id> (letters, digits and '._%+@-')",
+            field=field,
+        )
+    return principal
+
+
 def parse_role(name: str, field: str = "role") -> Role:
     try:
         return Role(name)
@@ -340,22 +350,38 @@ def _other_enterprise(principal: str) -> FailedPrecondition:
 
 
 def revoke_role(identity: IdentityStore, caller: Caller, principal: str, role_name: str) -> None:
-    """Remove a principal's binding of one role; the enterprise keeps at least one root."""
+    """Remove a principal's binding of one role; the enterprise keeps at least one root
+    that can manage it (`managing_roots`)."""
     validate_principal(principal, "principal")
     role = parse_role(role_name)
     _require_root_for(identity, caller, role)
-    if role is Role.ROOT:
-        roots = [b for b in identity.list_bindings(caller.enterprise_id) if b.role is Role.ROOT]
-        if [b.principal for b in roots] == [principal]:
-            raise FailedPrecondition(
-                f"{principal} is the enterprise's last root; grant root to another user first",
-                reason="LAST_ROOT",
-            )
+    if role is Role.ROOT and managing_roots(identity, caller.enterprise_id) == {principal}:
+        raise FailedPrecondition(
+            f"{principal} is the enterprise's last root user; grant root to another user "
+            "first (a root API key cannot manage the enterprise)",
+            reason="LAST_ROOT",
+        )
     if not identity.delete_binding(caller.enterprise_id, principal, role):
         raise NotFound(
             f"{principal} has no {role.value} binding",
             metadata={"principal": principal, "role": role.value},
         )
+
+
+def managing_roots(identity: IdentityStore, enterprise_id: str) -> set[str]:
+    """The enterprise's root users that can still manage it: users (an API key can never
+    use a management permission, revoked or not) that exist in the enterprise."""
+    bound = {
+        b.principal
+        for b in identity.list_bindings(enterprise_id)
+        if b.role is Role.ROOT and b.principal.startswith("user:")
+    }
+    return {p for p in bound if _is_user_of(identity, enterprise_id, p)}
+
+
+def _is_user_of(identity: IdentityStore, enterprise_id: str, principal: str) -> bool:
+    user = identity.get_user(principal)
+    return user is not None and user.enterprise_id == enterprise_id
 
 
 def list_role_bindings(
@@ -371,11 +397,7 @@ def create_user(
 ) -> tuple[User, str]:
     """A new user of the caller's enterprise with a development credential (returned once).
     It has no role until one is granted."""
-    if not USER_PRINCIPAL.match(principal):
-        raise InvalidArgument(
-            f"principal {principal[:80]!r} must be user:<id> (letters, digits and '._%+@-')",
-            field="principal",
-        )
+    validate_user_principal(principal, "principal")
     if identity.get_user(principal) is not None:
         raise AlreadyExists(f"{principal} already exists", metadata={"principal": principal})
     secret = new_secret()
