@@ -493,7 +493,7 @@ def _works(container: Container, credentials: LocalCredentials) -> bool:
 def _rotate_root(identity: IdentityStore, now: datetime) -> str:
     """A new development credential for the local root user (its bindings stay as they are)."""
     secret = new_secret()
-    known = identity.get_user(ROOT_PRINCIPAL)
+    known = identity.get_user(LOCAL_ENTERPRISE_ID, ROOT_PRINCIPAL)
     identity.put_user(
         User(
             enterprise_id=LOCAL_ENTERPRISE_ID,
@@ -502,7 +502,7 @@ def _rotate_root(identity: IdentityStore, now: datetime) -> str:
             created_at=known.created_at if known is not None else now,
         )
     )
-    return user_token(ROOT_PRINCIPAL, secret)
+    return user_token(LOCAL_ENTERPRISE_ID, ROOT_PRINCIPAL, secret)
 
 
 _process_container: Container | None = None

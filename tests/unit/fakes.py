@@ -48,7 +48,7 @@ from jennah.settings import Settings
 ENTERPRISE = "local"
 ROOT = "user:root"
 ROOT_SECRET = "0123456789abcdef" * 4
-TOKEN = user_token(ROOT, ROOT_SECRET)  # the local root's development credential
+TOKEN = user_token(ENTERPRISE, ROOT, ROOT_SECRET)  # the local root's development credential
 
 
 @dataclass
@@ -291,7 +291,7 @@ class FakeIdentityStore:
 
     def __init__(self) -> None:
         self.enterprises: dict[str, Enterprise] = {}
-        self.users: dict[str, User] = {}
+        self.users: dict[tuple[str, str], User] = {}
         self.keys: dict[str, ApiKey] = {}
         self.bindings: dict[tuple[str, str, Role], RoleBinding] = {}
 
@@ -304,10 +304,13 @@ class FakeIdentityStore:
         return self.enterprises.get(enterprise_id)
 
     def put_user(self, user: User) -> None:
-        self.users[user.principal] = user.model_copy()
+        self.users[(user.enterprise_id, user.principal)] = user.model_copy()
 
-    def get_user(self, principal: str) -> User | None:
-        return self.users.get(principal)
+    def get_user(self, enterprise_id: str, principal: str) -> User | None:
+        return self.users.get((enterprise_id, principal))
+
+    def find_users(self, principal: str) -> list[User]:
+        return [user for (_, p), user in sorted(self.users.items()) if p == principal]
 
     def create_api_key(self, key: ApiKey) -> None:
         if key.key_id in self.keys:
@@ -398,7 +401,7 @@ def add_enterprise(
         User(enterprise_id=enterprise_id, principal=root, token_hash=hash_secret(secret))
     )
     identity.put_binding(RoleBinding(enterprise_id=enterprise_id, principal=root, role=Role.ROOT))
-    return user_token(root, secret)
+    return user_token(enterprise_id, root, secret)
 
 
 # the HTTP harness

@@ -268,7 +268,7 @@ def _user(container: Container, enterprise: str, principal: str, role: Role | No
         identity.put_binding(RoleBinding(enterprise_id=enterprise, principal=principal, role=role,
                                          agent_selectors=agents or [],
                                          subject_selectors=subjects or []))  # fmt: skip
-    return user_token(principal, _secret(principal))
+    return user_token(enterprise, principal, _secret(principal))
 
 
 def _key(container: Container, target: str, key_id: str, role: Role, **fields: Any) -> str:

@@ -71,18 +71,37 @@ def test_grant_replaces_the_binding_and_revoke_removes_it(api: Api) -> None:
 
 def test_granting_to_an_unknown_user_creates_it_without_a_credential(api: Api) -> None:
     ok(grant(api, "user:ops@example.com", "administrator", agentSelectors=["*"]))
-    user = api.identity.get_user("user:ops@example.com")
+    user = api.identity.get_user("local", "user:ops@example.com")
     assert user is not None and user.enterprise_id == "local" and user.token_hash is None
 
 
-def test_a_user_of_another_enterprise_is_not_touched(api: Api) -> None:
-    add_enterprise(api.identity, "acme", "user:ann", "ef" * 32)
-    before = api.identity.snapshot()
-    refused = grant(api, "user:ann", "member")
-    assert refused.status_code == 400
-    assert refused.get_json()["error"]["status"] == "FAILED_PRECONDITION"
-    assert api.identity.snapshot() == before
-    assert api.post("/v1/users", {"principal": "user:ann"}).status_code == 409
+def test_a_principal_of_another_enterprise_is_neither_seen_nor_touched(api: Api) -> None:
+    """The probe: another enterprise learned that user:ann existed (400
+    PRINCIPAL_IN_OTHER_ENTERPRISE vs 200) and could squat a name so its real owner
+    could not be granted. A principal is now a user of each enterprise separately."""
+    acme = add_enterprise(api.identity, "acme", "user:ann", "ef" * 32)
+    acme_before = api.identity.snapshot("acme")
+    taken = ok(grant(api, "user:ann", "member", agentSelectors=["a.*"]))
+    fresh = ok(grant(api, "user:nobody-anywhere", "member", agentSelectors=["a.*"]))
+    assert taken == {**fresh, "principal": "user:ann"}  # the same answer either way
+    assert api.identity.snapshot("acme") == acme_before  # acme's user:ann is untouched
+    assert ok(api.get("/v1/caller", token=acme))["enterprise"] == "acme"
+    local_ann = api.identity.get_user("local", "user:ann")
+    assert local_ann is not None and local_ann.token_hash is None
+    # and acme may grant its own user:ann whatever local did with the name
+    ok(api.post("/v1/roleBindings:grant", {"principal": "user:ann", "role": "member"},
+                token=acme))  # fmt: skip
+
+
+def test_users_of_the_same_name_in_two_enterprises_each_act_in_their_own(api: Api) -> None:
+    acme = add_enterprise(api.identity, "acme", "user:acme-root", "ef" * 32)
+    mine = ok(api.post("/v1/users", {"principal": "user:ana"}))["token"]
+    theirs = ok(api.post("/v1/users", {"principal": "user:ana"}, token=acme))["token"]
+    assert mine != theirs
+    assert ok(api.get("/v1/caller", token=mine))["enterprise"] == "local"
+    assert ok(api.get("/v1/caller", token=theirs))["enterprise"] == "acme"
+    again = api.post("/v1/users", {"principal": "user:ana"}, token=acme)
+    assert again.status_code == 409  # within one enterprise a name is still unique
 
 
 def test_a_key_of_another_enterprise_cannot_be_granted_a_role(api: Api) -> None:
@@ -191,7 +210,7 @@ def test_users_create_gives_a_working_credential_once(api: Api) -> None:
                       "subjectSelectors": []}  # fmt: skip
     again = api.post("/v1/users", {"principal": "user:ana"})
     assert again.status_code == 409 and again.get_json()["error"]["status"] == "ALREADY_EXISTS"
-    stored = api.identity.get_user("user:ana")
+    stored = api.identity.get_user("local", "user:ana")
     assert isinstance(stored, User) and created["token"] not in stored.model_dump_json()
 
 

@@ -47,7 +47,7 @@ def test_an_existing_enterprise_is_refused_and_keeps_its_plan(tmp_path: Path) ->
     container = Container(Settings(data_dir=tmp_path, embedder="hashing"))
     try:
         assert container.usage.get_billing("acme").plan is Plan.TEAM
-        assert container.identity.get_user("user:mallory") is None
+        assert container.identity.find_users("user:mallory") == []
     finally:
         container.close()
 

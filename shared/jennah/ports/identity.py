@@ -2,7 +2,10 @@
 
 Control documents: Firestore in production, the SQLite file in the embedded
 default; one contract suite runs against both. Every method except the
-enterprise-free lookups by credential id is confined to one enterprise.
+enterprise-free lookups that authentication needs (`find_users`, `get_api_key`)
+is confined to one enterprise. A user is keyed by (enterprise, principal): the
+same principal (in production an e-mail address) may be a user of several
+enterprises, each its own, and no enterprise learns of another's.
 """
 
 from __future__ import annotations
@@ -21,11 +24,16 @@ class IdentityStore(Protocol):
     def get_enterprise(self, enterprise_id: str) -> Enterprise | None: ...
 
     def put_user(self, user: User) -> None:
-        """Create or replace the user (principal is unique across enterprises)."""
+        """Create or replace the user of (enterprise, principal)."""
         ...
 
-    def get_user(self, principal: str) -> User | None:
-        """Look a user up by principal, in whatever enterprise it belongs to."""
+    def get_user(self, enterprise_id: str, principal: str) -> User | None:
+        """The enterprise's user of that principal; None when it has none."""
+        ...
+
+    def find_users(self, principal: str) -> list[User]:
+        """The users of that principal in every enterprise, ordered by enterprise id:
+        authentication's lookup of a credential that does not name its enterprise."""
         ...
 
     def create_api_key(self, key: ApiKey) -> None:

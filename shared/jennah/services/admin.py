@@ -7,7 +7,8 @@ grants or revokes `root`; nobody grants reach wider than its own (each selector 
 new binding or key is covered by one of the granter's: `access.selector_covers`);
 principals, roles and selectors are well formed
 (each error names its field); every read and write stays inside the caller's
-enterprise, and a principal of another enterprise is never touched.
+enterprise: a principal is a user of each enterprise separately, so another
+enterprise's user of the same name is neither seen nor touched.
 """
 
 from __future__ import annotations
@@ -333,20 +334,9 @@ def _ensure_principal(
                 f"principal {principal!r}: no such API key", metadata={"principal": principal}
             )
         return
-    user = identity.get_user(principal)
-    if user is None:
+    if identity.get_user(caller.enterprise_id, principal) is None:
         identity.put_user(User(enterprise_id=caller.enterprise_id, principal=principal,
                                created_at=now))  # fmt: skip
-    elif user.enterprise_id != caller.enterprise_id:
-        raise _other_enterprise(principal)
-
-
-def _other_enterprise(principal: str) -> FailedPrecondition:
-    return FailedPrecondition(
-        f"{principal} is a user of another enterprise; a user belongs to one enterprise",
-        reason="PRINCIPAL_IN_OTHER_ENTERPRISE",
-        field="principal",
-    )
 
 
 def revoke_role(identity: IdentityStore, caller: Caller, principal: str, role_name: str) -> None:
@@ -376,12 +366,7 @@ def managing_roots(identity: IdentityStore, enterprise_id: str) -> set[str]:
         for b in identity.list_bindings(enterprise_id)
         if b.role is Role.ROOT and b.principal.startswith("user:")
     }
-    return {p for p in bound if _is_user_of(identity, enterprise_id, p)}
-
-
-def _is_user_of(identity: IdentityStore, enterprise_id: str, principal: str) -> bool:
-    user = identity.get_user(principal)
-    return user is not None and user.enterprise_id == enterprise_id
+    return {p for p in bound if identity.get_user(enterprise_id, p) is not None}
 
 
 def list_role_bindings(
@@ -398,7 +383,7 @@ def create_user(
     """A new user of the caller's enterprise with a development credential (returned once).
     It has no role until one is granted."""
     validate_user_principal(principal, "principal")
-    if identity.get_user(principal) is not None:
+    if identity.get_user(caller.enterprise_id, principal) is not None:
         raise AlreadyExists(f"{principal} already exists", metadata={"principal": principal})
     secret = new_secret()
     user = User(
@@ -408,7 +393,7 @@ def create_user(
         created_at=now,
     )
     identity.put_user(user)
-    return user, user_token(principal, secret)
+    return user, user_token(caller.enterprise_id, principal, secret)
 
 
 def describe_caller(identity: IdentityStore, caller: Caller) -> CallerView:

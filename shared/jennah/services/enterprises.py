@@ -28,7 +28,7 @@ def recover_root(identity: IdentityStore, enterprise_id: str, principal: str, no
         raise NotFound(
             f"enterprise {enterprise_id!r} was not found", metadata={"enterprise": enterprise_id}
         )
-    known = identity.get_user(principal)
+    known = identity.get_user(enterprise_id, principal)
     secret = new_secret()
     identity.put_user(
         User(
@@ -40,4 +40,4 @@ def recover_root(identity: IdentityStore, enterprise_id: str, principal: str, no
     )
     identity.put_binding(RoleBinding(enterprise_id=enterprise_id, principal=principal,
                                      role=Role.ROOT))  # fmt: skip
-    return user_token(principal, secret)
+    return user_token(enterprise_id, principal, secret)

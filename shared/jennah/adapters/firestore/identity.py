@@ -11,8 +11,14 @@ and two enterprise-free lookups, so authentication resolves a credential id
 without knowing its enterprise, each written in the same batch as the document
 it indexes:
 
-    userIndex/{principal}  -> {enterpriseId}
-    apiKeyIndex/{keyId}    -> {enterpriseId}
+    userIndex/{principal}/memberships/{enterpriseId} -> {enterpriseId}
+    apiKeyIndex/{keyId}                              -> {enterpriseId}
+
+A principal is a user of each enterprise separately (in production the same
+e-mail address may be a user of several), so its index lists every enterprise
+it is a user of and claims nothing. Earlier builds wrote `userIndex/{principal}`
+-> {enterpriseId}, one enterprise per principal; `find_users` still reads that
+document, so users written then are found without a migration.
 
 Ids are encoded by `documents.document_id`. Every other read and write goes
 through one enterprise's subcollections, so nothing can reach across tenants.
@@ -38,6 +44,7 @@ USERS = "users"
 API_KEYS = "apiKeys"
 ROLE_BINDINGS = "roleBindings"
 USER_INDEX = "userIndex"
+MEMBERSHIPS = "memberships"  # under userIndex/{principal}: one document per enterprise
 API_KEY_INDEX = "apiKeyIndex"
 
 # Rounds of read-then-conditional-write before a contended write gives up.
@@ -74,35 +81,32 @@ class FirestoreIdentityStore:
     # users
 
     def put_user(self, user: User) -> None:
-        """Create or replace; AlreadyExists when the principal belongs to another enterprise."""
-        index = self._index(USER_INDEX, user.principal, "principal")
-        ref = self._enterprise(user.enterprise_id).collection(USERS)
-        user_ref = ref.document(document_id(user.principal, "principal"))
-        for _ in range(_CONDITIONAL_WRITE_ROUNDS):
-            owner = self._owner(index, "read user index")
-            if owner is not None and owner != user.enterprise_id:
-                raise _principal_taken(user.principal)
-            batch = self._client.batch()
-            batch.set(user_ref, to_fields(user))
-            if owner is None:  # first write: claim the principal in the same batch
-                batch.create(index, {"enterpriseId": user.enterprise_id})
-            with self._calls.mapped("write user"):
-                try:
-                    batch.commit(**(self._calls.once if owner is None else self._calls.idempotent))
-                    return
-                except google_errors.AlreadyExists:
-                    continue  # claimed meanwhile: read the owner again
-        raise _contended("write user")
-
-    def get_user(self, principal: str) -> User | None:
-        owner = self._owner(self._index(USER_INDEX, principal, "principal"), "read user index")
-        if owner is None:
-            return None
-        ref = (
-            self._enterprise(owner).collection(USERS).document(document_id(principal, "principal"))
+        """Create or replace the user and list its enterprise in its principal's index,
+        in one batch."""
+        batch = self._client.batch()
+        batch.set(self._user(user.enterprise_id, user.principal), to_fields(user))
+        batch.set(
+            self._user_index(user.principal)
+            .collection(MEMBERSHIPS)
+            .document(document_id(user.enterprise_id, "enterprise")),
+            {"enterpriseId": user.enterprise_id},
         )
-        fields = self._read(ref, "read user")
+        with self._calls.mapped("write user"):
+            batch.commit(**self._calls.idempotent)
+
+    def get_user(self, enterprise_id: str, principal: str) -> User | None:
+        fields = self._read(self._user(enterprise_id, principal), "read user")
         return None if fields is None else from_fields(User, fields)
+
+    def find_users(self, principal: str) -> list[User]:
+        index = self._user_index(principal)
+        listed = self._query(index.collection(MEMBERSHIPS), "read user index")
+        enterprises = {str(fields["enterpriseId"]) for fields in listed}
+        earlier = self._owner(index, "read user index")  # the one-enterprise index
+        if earlier is not None:
+            enterprises.add(earlier)
+        users = (self.get_user(enterprise_id, principal) for enterprise_id in sorted(enterprises))
+        return [user for user in users if user is not None]
 
     # API keys
 
@@ -191,6 +195,16 @@ class FirestoreIdentityStore:
             document_id(enterprise_id, "enterprise")
         )
 
+    def _user(self, enterprise_id: str, principal: str) -> Any:
+        return (
+            self._enterprise(enterprise_id)
+            .collection(USERS)
+            .document(document_id(principal, "principal"))
+        )
+
+    def _user_index(self, principal: str) -> Any:
+        return self._index(USER_INDEX, principal, "principal")
+
     def _api_key(self, enterprise_id: str, key_id: str) -> Any:
         return (
             self._enterprise(enterprise_id)
@@ -219,10 +233,6 @@ class FirestoreIdentityStore:
     def _query(self, query: Any, what: str) -> list[dict[str, Any]]:
         with self._calls.mapped(what):
             return [snapshot.to_dict() for snapshot in query.get(**self._calls.idempotent)]
-
-
-def _principal_taken(principal: str) -> AlreadyExists:
-    return AlreadyExists(f"{principal} is already a user of another enterprise", field="principal")
 
 
 def _contended(what: str) -> Aborted:
