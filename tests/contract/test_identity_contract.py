@@ -18,6 +18,7 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta, timezone
 from functools import partial
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -127,6 +128,92 @@ def test_a_taken_enterprise_id_is_refused_and_the_first_kept(identity: IdentityS
         identity.create_enterprise(Enterprise(enterprise_id=enterprise_id, display_name="second"))
     stored = identity.get_enterprise(enterprise_id)
     assert stored is not None and stored.display_name == "first"
+
+
+def test_an_enterprise_is_created_with_its_users_and_bindings_at_once(
+    identity: IdentityStore,
+) -> None:
+    enterprise_id = unique("ent")
+    root = User(enterprise_id=enterprise_id, principal=f"user:{unique('root')}", token_hash="h")
+    root_binding = binding(enterprise_id, root.principal, Role.ROOT)
+    identity.create_enterprise(
+        Enterprise(enterprise_id=enterprise_id, created_at=NOW), [root], [root_binding]
+    )
+    assert identity.get_user(enterprise_id, root.principal) == root
+    assert identity.find_users(root.principal) == [root]
+    assert identity.list_bindings(enterprise_id) == [root_binding]
+
+
+def test_creating_a_taken_enterprise_writes_none_of_its_users_or_bindings(
+    identity: IdentityStore,
+) -> None:
+    enterprise_id = unique("ent")
+    root = User(enterprise_id=enterprise_id, principal=f"user:{unique('root')}", token_hash="h")
+    kept = binding(enterprise_id, root.principal, Role.ROOT)
+    identity.create_enterprise(Enterprise(enterprise_id=enterprise_id), [root], [kept])
+    intruder = User(enterprise_id=enterprise_id, principal=f"user:{unique('x')}")
+    with pytest.raises(errors.AlreadyExists):
+        identity.create_enterprise(
+            Enterprise(enterprise_id=enterprise_id, display_name="second"),
+            [root.model_copy(update={"token_hash": "stolen"}), intruder],
+            [binding(enterprise_id, intruder.principal, Role.ROOT)],
+        )
+    assert identity.get_user(enterprise_id, root.principal) == root
+    assert identity.get_user(enterprise_id, intruder.principal) is None
+    assert identity.find_users(intruder.principal) == []
+    assert identity.list_bindings(enterprise_id) == [kept]
+
+
+def test_deleting_an_enterprise_erases_what_it_holds_and_nothing_else(
+    identity: IdentityStore,
+) -> None:
+    doomed, kept = unique("ent"), new_enterprise(identity)
+    principal = f"user:{unique('ada')}/x"
+    users = [User(enterprise_id=e, principal=principal) for e in (doomed, kept)]
+    identity.create_enterprise(
+        Enterprise(enterprise_id=doomed), [users[0]], [binding(doomed, principal, Role.ROOT)]
+    )
+    identity.put_user(users[1])
+    identity.put_binding(binding(kept, principal, Role.MEMBER))
+    doomed_key, kept_key = api_key(doomed), api_key(kept)
+    identity.create_api_key(doomed_key)
+    identity.create_api_key(kept_key)
+    identity.delete_enterprise(doomed)
+    assert identity.get_enterprise(doomed) is None
+    assert identity.get_user(doomed, principal) is None
+    assert identity.find_users(principal) == [users[1]]
+    assert identity.get_api_key(doomed_key.key_id) is None
+    assert identity.list_bindings(doomed) == [] and identity.list_api_keys(doomed) == []
+    assert identity.get_api_key(kept_key.key_id) == kept_key
+    assert identity.list_bindings(kept) == [binding(kept, principal, Role.MEMBER)]
+    identity.delete_enterprise(doomed)  # again: nothing to do
+    identity.create_enterprise(Enterprise(enterprise_id=doomed))  # the id is free again
+
+
+def _unavailable(billing: Any) -> None:
+    raise errors.Unavailable("the usage ledger is unavailable")
+
+
+def test_an_enterprise_whose_billing_fails_is_not_left_behind(identity: IdentityStore) -> None:
+    from jennah.domain.billing import EnterpriseBilling, Plan
+    from jennah.services import enterprises
+
+    enterprise_id, root = unique("ent"), f"user:{unique('root')}"
+    billing = EnterpriseBilling(enterprise_id=enterprise_id, plan=Plan.TEAM)
+    with pytest.raises(errors.Unavailable):
+        failing = SimpleNamespace(put_billing=_unavailable)  # the enterprise's other half
+        enterprises.create_enterprise(identity, failing, root, billing, NOW)  # type: ignore[arg-type]
+    assert identity.get_enterprise(enterprise_id) is None
+    assert identity.find_users(root) == []
+    assert identity.list_bindings(enterprise_id) == []
+
+    stored: list[EnterpriseBilling] = []
+    ledger = SimpleNamespace(put_billing=stored.append)
+    token = enterprises.create_enterprise(identity, ledger, root, billing, NOW)  # type: ignore[arg-type]
+    assert _access(identity).authenticate(f"Bearer {token}") == Caller(
+        enterprise_id=enterprise_id, principal=root
+    )
+    assert stored == [billing]
 
 
 def test_a_missing_enterprise_is_none(identity: IdentityStore) -> None:
@@ -743,6 +830,7 @@ def _outage_store(monkeypatch: pytest.MonkeyPatch, host: str) -> IdentityStore:
 def _every_call(store: IdentityStore) -> list[Callable[[], object]]:
     return [
         lambda: store.create_enterprise(Enterprise(enterprise_id="e")),
+        lambda: store.delete_enterprise("e"),
         lambda: store.get_enterprise("e"),
         lambda: store.put_user(User(enterprise_id="e", principal="user:a")),
         lambda: store.get_user("e", "user:a"),

@@ -295,10 +295,25 @@ class FakeIdentityStore:
         self.keys: dict[str, ApiKey] = {}
         self.bindings: dict[tuple[str, str, Role], RoleBinding] = {}
 
-    def create_enterprise(self, enterprise: Enterprise) -> None:
+    def create_enterprise(
+        self,
+        enterprise: Enterprise,
+        users: Sequence[User] = (),
+        bindings: Sequence[RoleBinding] = (),
+    ) -> None:
         if enterprise.enterprise_id in self.enterprises:
             raise AlreadyExists(f"enterprise {enterprise.enterprise_id!r} already exists")
         self.enterprises[enterprise.enterprise_id] = enterprise.model_copy()
+        for user in users:
+            self.put_user(user)
+        for binding in bindings:
+            self.put_binding(binding)
+
+    def delete_enterprise(self, enterprise_id: str) -> None:
+        self.enterprises.pop(enterprise_id, None)
+        self.users = {k: v for k, v in self.users.items() if v.enterprise_id != enterprise_id}
+        self.keys = {k: v for k, v in self.keys.items() if v.enterprise_id != enterprise_id}
+        self.bindings = {k: v for k, v in self.bindings.items() if v.enterprise_id != enterprise_id}
 
     def get_enterprise(self, enterprise_id: str) -> Enterprise | None:
         return self.enterprises.get(enterprise_id)

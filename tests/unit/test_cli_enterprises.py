@@ -12,7 +12,7 @@ from jennah.bootstrap import Container
 from jennah.cli.main import cli
 from jennah.domain.access import Permission, Role, RoleBinding
 from jennah.domain.billing import Plan
-from jennah.errors import Unauthenticated
+from jennah.errors import Unauthenticated, Unavailable
 from jennah.settings import Settings
 
 
@@ -104,3 +104,55 @@ def test_recover_root_refuses_an_unknown_enterprise_or_a_non_user(tmp_path: Path
     assert run(tmp_path, "acme", "--root", "user:alice")[0] == 0
     code, out, err = recover(tmp_path, "acme", "--root", "api_key:k1")
     assert code == 1 and "INVALID_ARGUMENT" in err and "user:<id>" in err and out == ""
+
+
+def test_a_root_that_is_a_user_elsewhere_is_no_obstacle(tmp_path: Path) -> None:
+    """The probe: `create acme2 --root user:root` failed (the user belonged to another
+    enterprise) and left acme2 behind. A principal is a user of each enterprise now."""
+    assert run(tmp_path, "local", "--root", "user:root")[0] == 0
+    code, out, err = run(tmp_path, "acme2", "--root", "user:root")
+    assert code == 0, err
+    container = Container(Settings(data_dir=tmp_path, embedder="hashing"))
+    try:
+        caller = container.access.authenticate(f"Bearer {out.strip()}")
+        assert (caller.enterprise_id, caller.principal) == ("acme2", "user:root")
+    finally:
+        container.close()
+
+
+def test_a_create_that_fails_part_way_leaves_nothing_and_can_be_run_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from jennah.adapters.sqlite.usage import SqliteUsageLedger
+
+    def unavailable(self: SqliteUsageLedger, settings: object) -> None:
+        raise Unavailable("the usage ledger is unavailable")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(SqliteUsageLedger, "put_billing", unavailable)
+        code, out, err = run(tmp_path, "acme2", "--root", "user:root", "--plan", "TEAM")
+    assert code == 1 and "UNAVAILABLE" in err and out == ""
+    container = Container(Settings(data_dir=tmp_path, embedder="hashing"))
+    try:
+        assert container.identity.get_enterprise("acme2") is None
+        assert container.identity.find_users("user:root") == []
+        assert container.identity.list_bindings("acme2") == []
+    finally:
+        container.close()
+    code, out, err = run(tmp_path, "acme2", "--root", "user:root", "--plan", "TEAM")
+    assert code == 0, err
+    container = Container(Settings(data_dir=tmp_path, embedder="hashing"))
+    try:
+        assert container.usage.get_billing("acme2").plan is Plan.TEAM
+    finally:
+        container.close()
+
+
+def test_a_bad_enterprise_id_is_refused_before_anything_is_written(tmp_path: Path) -> None:
+    code, out, err = run(tmp_path, "acme two", "--root", "user:root")
+    assert code == 1 and "INVALID_ARGUMENT" in err and out == ""
+    container = Container(Settings(data_dir=tmp_path, embedder="hashing"))
+    try:
+        assert container.identity.find_users("user:root") == []
+    finally:
+        container.close()

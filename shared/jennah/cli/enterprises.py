@@ -16,7 +16,7 @@ from pathlib import Path
 import click
 
 from jennah.cli.options import data_dir_option, load_settings
-from jennah.domain.billing import EnterpriseBilling, Plan, check_billing
+from jennah.domain.billing import EnterpriseBilling, Plan
 from jennah.errors import JennahError
 
 
@@ -44,9 +44,10 @@ def enterprises() -> None:
     short_help="Create an enterprise with a root user; prints its credential once.",
     help="""Create ENTERPRISE with a root user (PRINCIPAL, user:<id>) and its plan,
     and print the root's development credential (ju_…) once: the enterprise's first
-    credential. In production the root then signs in with a Google ID token for its
-    e-mail (JENNAH_OIDC_AUDIENCE), creates administrators with `jnh roles grant` and
-    API keys for agents with `jnh keys create`.
+    credential. All or nothing: when any part fails nothing is left behind, so the
+    same command can simply be run again. In production the root then signs in with
+    a Google ID token for its e-mail (JENNAH_OIDC_AUDIENCE), creates administrators
+    with `jnh roles grant` and API keys for agents with `jnh keys create`.
 
     \b
     Example:
@@ -67,22 +68,21 @@ def create(
     enterprise: str, root: str, plan: str | None, billable: bool, data_dir: Path | None
 ) -> None:
     from jennah.bootstrap import Container
-    from jennah.services.access import create_enterprise
+    from jennah.services import enterprises as service
 
     if not root.startswith("user:") or len(root) <= len("user:"):
         raise click.BadParameter("must be user:<id>", param_hint="--root")
     settings = load_settings(data_dir)
     container = Container(settings)
+    billing = EnterpriseBilling(
+        enterprise_id=enterprise,
+        plan=Plan(plan) if plan else settings.default_plan,
+        billable=billable,
+    )
     try:
-        billing = check_billing(
-            EnterpriseBilling(
-                enterprise_id=enterprise,
-                plan=Plan(plan) if plan else settings.default_plan,
-                billable=billable,
-            )
+        token = service.create_enterprise(
+            container.identity, container.usage, root, billing, container.now()
         )
-        token = create_enterprise(container.identity, enterprise, root, container.now())
-        container.usage.put_billing(billing)
     except JennahError as err:
         raise click.ClickException(f"{err.status}: {err.message}") from None
     finally:

@@ -10,6 +10,7 @@ enterprises, each its own, and no enterprise learns of another's.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Protocol
 
@@ -17,8 +18,19 @@ from jennah.domain.access import ApiKey, Enterprise, Role, RoleBinding, User
 
 
 class IdentityStore(Protocol):
-    def create_enterprise(self, enterprise: Enterprise) -> None:
-        """Create it; raises AlreadyExists when the id is taken."""
+    def create_enterprise(
+        self,
+        enterprise: Enterprise,
+        users: Sequence[User] = (),
+        bindings: Sequence[RoleBinding] = (),
+    ) -> None:
+        """Create it with its first users and role bindings (all of that enterprise), all
+        or nothing; AlreadyExists, and nothing written, when the id is taken."""
+        ...
+
+    def delete_enterprise(self, enterprise_id: str) -> None:
+        """Erase the enterprise with its users, API keys and role bindings (and their
+        lookups): what undoes a creation whose other half failed. Idempotent."""
         ...
 
     def get_enterprise(self, enterprise_id: str) -> Enterprise | None: ...

@@ -254,19 +254,23 @@ class Access:
 def create_enterprise(
     identity: IdentityStore, enterprise_id: str, root_principal: str, now: datetime
 ) -> str:
-    """Create an enterprise with a root user; returns the root's development credential."""
+    """Create an enterprise with its root user and the user's root binding, all or nothing
+    (AlreadyExists, nothing written, when the id is taken); returns the root's
+    development credential."""
     rules.validate_identifier(enterprise_id, "enterprise")
-    identity.create_enterprise(Enterprise(enterprise_id=enterprise_id, created_at=now))
     secret = new_secret()
-    identity.put_user(
-        User(
-            enterprise_id=enterprise_id,
-            principal=root_principal,
-            token_hash=hash_secret(secret),
-            created_at=now,
-        )
-    )
-    identity.put_binding(
-        RoleBinding(enterprise_id=enterprise_id, principal=root_principal, role=Role.ROOT)
+    identity.create_enterprise(
+        Enterprise(enterprise_id=enterprise_id, created_at=now),
+        users=[
+            User(
+                enterprise_id=enterprise_id,
+                principal=root_principal,
+                token_hash=hash_secret(secret),
+                created_at=now,
+            )
+        ],
+        bindings=[
+            RoleBinding(enterprise_id=enterprise_id, principal=root_principal, role=Role.ROOT)
+        ],
     )
     return user_token(enterprise_id, root_principal, secret)

@@ -28,6 +28,7 @@ last-update time), so each call has its own timeout.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
@@ -49,6 +50,7 @@ API_KEY_INDEX = "apiKeyIndex"
 
 # Rounds of read-then-conditional-write before a contended write gives up.
 _CONDITIONAL_WRITE_ROUNDS = 5
+_BATCH_WRITES = 500  # Firestore's limit on the writes of one batch
 
 
 class FirestoreIdentityStore:
@@ -64,15 +66,55 @@ class FirestoreIdentityStore:
 
     # enterprises
 
-    def create_enterprise(self, enterprise: Enterprise) -> None:
-        ref = self._enterprise(enterprise.enterprise_id)
+    def create_enterprise(
+        self,
+        enterprise: Enterprise,
+        users: Sequence[User] = (),
+        bindings: Sequence[RoleBinding] = (),
+    ) -> None:
+        """One batch: the enterprise document (created: the precondition that fails the
+        whole batch when the id is taken), its users with their lookups, its bindings."""
+        batch = self._client.batch()
+        batch.create(self._enterprise(enterprise.enterprise_id), to_fields(enterprise))
+        for user in users:
+            self._write_user(batch, user)
+        for binding in bindings:
+            batch.set(
+                self._binding(binding.enterprise_id, binding.principal, binding.role),
+                to_fields(binding),
+            )
         with self._calls.mapped("create enterprise"):
             try:
-                ref.create(to_fields(enterprise), **self._calls.once)
+                batch.commit(**self._calls.once)
             except google_errors.AlreadyExists as exc:
                 raise AlreadyExists(
                     f"enterprise {enterprise.enterprise_id!r} already exists", field="enterprise"
                 ) from exc
+
+    def delete_enterprise(self, enterprise_id: str) -> None:
+        """Batches of deletes: the enterprise's users (and their lookups), keys (and
+        theirs) and bindings, then the enterprise document last, so a failure part way
+        leaves it to delete again."""
+        enterprise = self._enterprise(enterprise_id)
+        refs: list[Any] = []
+        for fields in self._query(enterprise.collection(USERS), "list users"):
+            principal = str(fields["principal"])
+            refs.append(self._user(enterprise_id, principal))
+            refs.append(self._membership(principal, enterprise_id))
+        for fields in self._query(enterprise.collection(API_KEYS), "list API keys"):
+            key_id = str(fields["keyId"])
+            refs.append(self._api_key(enterprise_id, key_id))
+            refs.append(self._index(API_KEY_INDEX, key_id, "keyId"))
+        for fields in self._query(enterprise.collection(ROLE_BINDINGS), "list role bindings"):
+            binding = from_fields(RoleBinding, fields)
+            refs.append(self._binding(enterprise_id, binding.principal, binding.role))
+        refs.append(enterprise)
+        with self._calls.mapped("delete enterprise"):
+            for start in range(0, len(refs), _BATCH_WRITES):
+                batch = self._client.batch()
+                for ref in refs[start : start + _BATCH_WRITES]:
+                    batch.delete(ref)
+                batch.commit(**self._calls.idempotent)  # deleting twice is harmless
 
     def get_enterprise(self, enterprise_id: str) -> Enterprise | None:
         fields = self._read(self._enterprise(enterprise_id), "read enterprise")
@@ -84,13 +126,7 @@ class FirestoreIdentityStore:
         """Create or replace the user and list its enterprise in its principal's index,
         in one batch."""
         batch = self._client.batch()
-        batch.set(self._user(user.enterprise_id, user.principal), to_fields(user))
-        batch.set(
-            self._user_index(user.principal)
-            .collection(MEMBERSHIPS)
-            .document(document_id(user.enterprise_id, "enterprise")),
-            {"enterpriseId": user.enterprise_id},
-        )
+        self._write_user(batch, user)
         with self._calls.mapped("write user"):
             batch.commit(**self._calls.idempotent)
 
@@ -204,6 +240,21 @@ class FirestoreIdentityStore:
 
     def _user_index(self, principal: str) -> Any:
         return self._index(USER_INDEX, principal, "principal")
+
+    def _membership(self, principal: str, enterprise_id: str) -> Any:
+        return (
+            self._user_index(principal)
+            .collection(MEMBERSHIPS)
+            .document(document_id(enterprise_id, "enterprise"))
+        )
+
+    def _write_user(self, batch: Any, user: User) -> None:
+        """The user's document and its entry in its principal's index."""
+        batch.set(self._user(user.enterprise_id, user.principal), to_fields(user))
+        batch.set(
+            self._membership(user.principal, user.enterprise_id),
+            {"enterpriseId": user.enterprise_id},
+        )
 
     def _api_key(self, enterprise_id: str, key_id: str) -> Any:
         return (

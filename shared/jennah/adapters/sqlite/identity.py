@@ -20,6 +20,7 @@ block the writer, and the busy timeout covers other processes' writes).
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -93,7 +94,12 @@ class SqliteIdentityStore:
 
     # enterprises
 
-    def create_enterprise(self, enterprise: Enterprise) -> None:
+    def create_enterprise(
+        self,
+        enterprise: Enterprise,
+        users: Sequence[User] = (),
+        bindings: Sequence[RoleBinding] = (),
+    ) -> None:
         with self._file.transaction() as conn:
             try:
                 conn.execute(
@@ -109,6 +115,15 @@ class SqliteIdentityStore:
                 raise AlreadyExists(
                     f"enterprise {enterprise.enterprise_id!r} already exists", field="enterprise"
                 ) from exc
+            for user in users:
+                _put_user(conn, user)
+            for binding in bindings:
+                _put_binding(conn, binding)
+
+    def delete_enterprise(self, enterprise_id: str) -> None:
+        with self._file.transaction() as conn:
+            for table in ("role_bindings", "api_keys", "users", "enterprises"):
+                conn.execute(f"DELETE FROM {table} WHERE enterprise_id = ?", (enterprise_id,))
 
     def get_enterprise(self, enterprise_id: str) -> Enterprise | None:
         row = self._read_one(
@@ -128,10 +143,7 @@ class SqliteIdentityStore:
 
     def put_user(self, user: User) -> None:
         with self._file.transaction() as conn:
-            conn.execute(
-                f"INSERT OR REPLACE INTO users ({_USER_COLUMNS}) VALUES (?, ?, ?, ?)",
-                (user.enterprise_id, user.principal, user.token_hash, to_micros(user.created_at)),
-            )
+            _put_user(conn, user)
 
     def get_user(self, enterprise_id: str, principal: str) -> User | None:
         row = self._read_one(
@@ -197,16 +209,7 @@ class SqliteIdentityStore:
 
     def put_binding(self, binding: RoleBinding) -> None:
         with self._file.transaction() as conn:
-            conn.execute(
-                f"INSERT OR REPLACE INTO role_bindings ({_BINDING_COLUMNS}) VALUES (?, ?, ?, ?, ?)",
-                (
-                    binding.enterprise_id,
-                    binding.principal,
-                    binding.role.value,
-                    json.dumps(binding.agent_selectors),
-                    json.dumps(binding.subject_selectors),
-                ),
-            )
+            _put_binding(conn, binding)
 
     def delete_binding(self, enterprise_id: str, principal: str, role: Role) -> bool:
         with self._file.transaction() as conn:
@@ -235,6 +238,26 @@ class SqliteIdentityStore:
     def _read_all(self, query: str, params: tuple[Any, ...]) -> list[Row]:
         with self._file.reader() as conn:
             return list(conn.execute(query, params).fetchall())
+
+
+def _put_user(conn: Connection, user: User) -> None:
+    conn.execute(
+        f"INSERT OR REPLACE INTO users ({_USER_COLUMNS}) VALUES (?, ?, ?, ?)",
+        (user.enterprise_id, user.principal, user.token_hash, to_micros(user.created_at)),
+    )
+
+
+def _put_binding(conn: Connection, binding: RoleBinding) -> None:
+    conn.execute(
+        f"INSERT OR REPLACE INTO role_bindings ({_BINDING_COLUMNS}) VALUES (?, ?, ?, ?, ?)",
+        (
+            binding.enterprise_id,
+            binding.principal,
+            binding.role.value,
+            json.dumps(binding.agent_selectors),
+            json.dumps(binding.subject_selectors),
+        ),
+    )
 
 
 def _key_users_by_enterprise(conn: Connection) -> None:
