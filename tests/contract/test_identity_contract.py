@@ -409,6 +409,45 @@ def test_deleting_a_binding_says_whether_there_was_one(identity: IdentityStore) 
     assert identity.list_bindings(enterprise_id) == [kept]
 
 
+def test_keys_are_listed_page_by_page_after_a_key_id(identity: IdentityStore) -> None:
+    enterprise_id = new_enterprise(identity)
+    keys = sorted((api_key(enterprise_id) for _ in range(5)), key=lambda k: k.key_id)
+    for key in reversed(keys):
+        identity.create_api_key(key)
+    identity.create_api_key(api_key(new_enterprise(identity)))
+    assert identity.list_api_keys(enterprise_id, limit=2) == keys[:2]
+    assert identity.list_api_keys(enterprise_id, keys[1].key_id) == keys[2:]
+    assert identity.list_api_keys(enterprise_id, keys[1].key_id, 2) == keys[2:4]
+    assert identity.list_api_keys(enterprise_id, keys[4].key_id) == []
+
+
+def test_bindings_are_listed_page_by_page_after_a_principal_and_role(
+    identity: IdentityStore,
+) -> None:
+    enterprise_id = new_enterprise(identity)
+    principals = ["user:a", "user:a.b", "user:a/b", "user:a_b", "api_key:k", "user:ü"]
+    written = [
+        binding(enterprise_id, principal, role)
+        for principal in principals
+        for role in (Role.MEMBER, Role.ROOT, Role.ADMINISTRATOR)
+    ]
+    for each in written:
+        identity.put_binding(each)
+    identity.put_binding(binding(new_enterprise(identity), "user:a", Role.ROOT))
+    ordered = sorted(written, key=lambda b: (b.principal, b.role.value))
+    assert identity.list_bindings(enterprise_id) == ordered
+    pages, after = [], None
+    while page := identity.list_bindings(enterprise_id, None, after, 4):
+        pages.append(page)
+        after = (page[-1].principal, page[-1].role.value)
+    assert [len(p) for p in pages] == [4, 4, 4, 4, 2]
+    assert [b for p in pages for b in p] == ordered
+    of_a = [b for b in ordered if b.principal == "user:a.b"]
+    assert identity.list_bindings(enterprise_id, "user:a.b", None, 2) == of_a[:2]
+    assert identity.list_bindings(enterprise_id, "user:a.b", ("user:a.b", "member")) == of_a[2:]
+    assert identity.list_bindings(enterprise_id, "user:a.b", ("user:a", "root")) == of_a
+
+
 # -- enterprise isolation and the credential lookups -----------------------------------
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import copy
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -231,9 +231,12 @@ class FakeStore:
     def get_scope(self, scope: ScopeRef) -> ScopeRecord | None:
         return self._tables.scopes.get(scope)
 
-    def list_scopes(self, enterprise_id: str) -> list[ScopeRecord]:
+    def list_scopes(
+        self, enterprise_id: str, after: str | None = None, limit: int | None = None
+    ) -> list[ScopeRecord]:
         found = [r for s, r in self._tables.scopes.items() if s.enterprise_id == enterprise_id]
-        return sorted(found, key=lambda r: r.scope.scope_id)
+        ordered = sorted(found, key=lambda r: r.scope.scope_id)
+        return _page(ordered, lambda r: r.scope.scope_id, after, limit)
 
     def destroy_scope(self, scope: ScopeRef) -> int:
         with self._lock:
@@ -335,11 +338,14 @@ class FakeIdentityStore:
     def get_api_key(self, key_id: str) -> ApiKey | None:
         return self.keys.get(key_id)
 
-    def list_api_keys(self, enterprise_id: str) -> list[ApiKey]:
-        return sorted(
+    def list_api_keys(
+        self, enterprise_id: str, after: str | None = None, limit: int | None = None
+    ) -> list[ApiKey]:
+        ordered = sorted(
             (k for k in self.keys.values() if k.enterprise_id == enterprise_id),
             key=lambda k: k.key_id,
         )
+        return _page(ordered, lambda k: k.key_id, after, limit)
 
     def revoke_api_key(self, enterprise_id: str, key_id: str, at: datetime) -> ApiKey | None:
         key = self.keys.get(key_id)
@@ -356,13 +362,20 @@ class FakeIdentityStore:
     def delete_binding(self, enterprise_id: str, principal: str, role: Role) -> bool:
         return self.bindings.pop((enterprise_id, principal, role), None) is not None
 
-    def list_bindings(self, enterprise_id: str, principal: str | None = None) -> list[RoleBinding]:
+    def list_bindings(
+        self,
+        enterprise_id: str,
+        principal: str | None = None,
+        after: tuple[str, str] | None = None,
+        limit: int | None = None,
+    ) -> list[RoleBinding]:
         found = [
             b
             for (e, p, _), b in self.bindings.items()
             if e == enterprise_id and (principal is None or p == principal)
         ]
-        return sorted(found, key=lambda b: (b.principal, list(Role).index(b.role)))
+        ordered = sorted(found, key=lambda b: (b.principal, b.role.value))
+        return _page(ordered, lambda b: (b.principal, b.role.value), after, limit)
 
     def snapshot(self, enterprise_id: str | None = None) -> dict[str, Any]:
         """Every document (of one enterprise when given), comparable with ==."""
@@ -405,6 +418,14 @@ class FakeVocabularyStore:
             for key, declaration in self.levels.items()
             if enterprise_id is None or key[0] == enterprise_id
         }
+
+
+def _page(
+    ordered: list[Any], key: Callable[[Any], Any], after: Any, limit: int | None
+) -> list[Any]:
+    """A page of an ordered list, as the stores answer one: after `after`, up to `limit`."""
+    rest = [item for item in ordered if after is None or key(item) > after]
+    return rest if limit is None else rest[:limit]
 
 
 def add_enterprise(

@@ -56,8 +56,11 @@ class IdentityStore(Protocol):
         """Look a key up by its public id, in whatever enterprise it belongs to."""
         ...
 
-    def list_api_keys(self, enterprise_id: str) -> list[ApiKey]:
-        """The enterprise's keys, revoked ones included, ordered by key id."""
+    def list_api_keys(
+        self, enterprise_id: str, after: str | None = None, limit: int | None = None
+    ) -> list[ApiKey]:
+        """The enterprise's keys, revoked ones included, ordered by key id: only those
+        whose id is after `after` when given, at most `limit` when given (a page)."""
         ...
 
     def revoke_api_key(self, enterprise_id: str, key_id: str, at: datetime) -> ApiKey | None:
@@ -72,6 +75,14 @@ class IdentityStore(Protocol):
         """Remove it; False when there was none."""
         ...
 
-    def list_bindings(self, enterprise_id: str, principal: str | None = None) -> list[RoleBinding]:
-        """The enterprise's bindings (of one principal when given), ordered by principal, role."""
+    def list_bindings(
+        self,
+        enterprise_id: str,
+        principal: str | None = None,
+        after: tuple[str, str] | None = None,
+        limit: int | None = None,
+    ) -> list[RoleBinding]:
+        """The enterprise's bindings (of one principal when given), ordered by principal,
+        then role (its value): only those after (principal, role) `after` when given, at
+        most `limit` when given (a page)."""
         ...

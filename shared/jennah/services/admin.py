@@ -58,6 +58,7 @@ from jennah.services.access import (
     new_secret,
     user_token,
 )
+from jennah.services.paging import Key, Page, Paging, fill, page_request
 
 USER_PRINCIPAL = re.compile(r"^user:[A-Za-z0-9._%+@\-]{1,254}$")
 API_KEY_PRINCIPAL = re.compile(r"^api_key:([A-Za-z0-9\-]{1,64})$")
@@ -275,17 +276,33 @@ def key_state(key: ApiKey, now: datetime) -> KeyState:
     return "ACTIVE"
 
 
-def list_api_keys(identity: IdentityStore, caller: Caller, now: datetime) -> list[KeyView]:
-    """The caller's enterprise's keys, revoked and expired ones included, by key id."""
-    bindings = identity.list_bindings(caller.enterprise_id)
-    by_principal: dict[str, list[RoleBinding]] = {}
-    for binding in bindings:
-        by_principal.setdefault(binding.principal, []).append(binding)
-    return [
-        KeyView(key=key, bindings=tuple(by_principal.get(key.principal, [])),
+def list_api_keys(
+    identity: IdentityStore, caller: Caller, now: datetime, paging: Paging
+) -> Page[KeyView]:
+    """A page of the caller's enterprise's keys, revoked and expired ones included, by
+    key id, each with its bindings."""
+    enterprise_id = caller.enterprise_id
+    request = page_request("apiKeys", _bound_to(caller), paging)
+    page = fill(
+        request,
+        lambda after, limit: identity.list_api_keys(enterprise_id, _first(after), limit),
+        key=lambda key: (key.key_id,),
+    )
+    views = [
+        KeyView(key=key, bindings=tuple(identity.list_bindings(enterprise_id, key.principal)),
                 state=key_state(key, now))
-        for key in identity.list_api_keys(caller.enterprise_id)
+        for key in page.items
     ]  # fmt: skip
+    return Page(views, page.next_page_token)
+
+
+def _bound_to(caller: Caller, **filters: str | None) -> dict[str, str | None]:
+    """What a list's page tokens are bound to: the caller, and the request's filters."""
+    return {"enterprise": caller.enterprise_id, "principal": caller.principal, **filters}
+
+
+def _first(after: Key | None) -> str | None:
+    return None if after is None else after[0]
 
 
 def revoke_api_key(identity: IdentityStore, caller: Caller, key_id: str, now: datetime) -> KeyView:
@@ -370,11 +387,19 @@ def managing_roots(identity: IdentityStore, enterprise_id: str) -> set[str]:
 
 
 def list_role_bindings(
-    identity: IdentityStore, caller: Caller, principal: str | None
-) -> list[RoleBinding]:
+    identity: IdentityStore, caller: Caller, principal: str | None, paging: Paging
+) -> Page[RoleBinding]:
+    """A page of the enterprise's bindings (of one principal when given), by principal
+    and role."""
     if principal is not None:
         validate_principal(principal, "principal")
-    return identity.list_bindings(caller.enterprise_id, principal)
+    request = page_request("roleBindings", _bound_to(caller, of=principal), paging, key_length=2)
+
+    def fetch(after: Key | None, limit: int) -> list[RoleBinding]:
+        start = None if after is None else (after[0], after[1])
+        return identity.list_bindings(caller.enterprise_id, principal, start, limit)
+
+    return fill(request, fetch, key=lambda b: (b.principal, b.role.value))
 
 
 def create_user(
@@ -411,16 +436,25 @@ def describe_caller(identity: IdentityStore, caller: Caller) -> CallerView:
 
 
 def list_scopes(
-    access: Access, store: MemoryStore, caller: Caller, kind: ScopeKind | None
-) -> list[ScopeRecord]:
-    """The enterprise's scopes the caller reaches (of one kind when given), by id."""
+    access: Access, store: MemoryStore, caller: Caller, kind: ScopeKind | None, paging: Paging
+) -> Page[ScopeRecord]:
+    """A page of the enterprise's scopes the caller reaches (of one kind when given),
+    by id."""
     grants = access.grants(caller)
-    return [
-        record
-        for record in store.list_scopes(caller.enterprise_id)
-        if (kind is None or record.kind == kind.value)
-        and reaches(grants, ScopeKind(record.kind), record.scope.scope_id)
-    ]
+    kind_name = None if kind is None else kind.value
+    request = page_request("scopes", _bound_to(caller, kind=kind_name), paging)
+
+    def keep(record: ScopeRecord) -> bool:
+        return (kind is None or record.kind == kind.value) and reaches(
+            grants, ScopeKind(record.kind), record.scope.scope_id
+        )
+
+    return fill(
+        request,
+        lambda after, limit: store.list_scopes(caller.enterprise_id, _first(after), limit),
+        key=lambda record: (record.scope.scope_id,),
+        keep=keep,
+    )
 
 
 def create_scope(

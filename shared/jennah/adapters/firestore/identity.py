@@ -166,10 +166,15 @@ class FirestoreIdentityStore:
         fields = self._read(self._api_key(owner, key_id), "read API key")
         return None if fields is None else from_fields(ApiKey, fields)
 
-    def list_api_keys(self, enterprise_id: str) -> list[ApiKey]:
-        query = self._enterprise(enterprise_id).collection(API_KEYS)
-        keys = [from_fields(ApiKey, fields) for fields in self._query(query, "list API keys")]
-        return sorted(keys, key=lambda key: key.key_id)
+    def list_api_keys(
+        self, enterprise_id: str, after: str | None = None, limit: int | None = None
+    ) -> list[ApiKey]:
+        query = self._enterprise(enterprise_id).collection(API_KEYS).order_by("keyId")
+        if after is not None:
+            query = query.start_after({"keyId": after})
+        if limit is not None:
+            query = query.limit(limit)
+        return [from_fields(ApiKey, fields) for fields in self._query(query, "list API keys")]
 
     def revoke_api_key(self, enterprise_id: str, key_id: str, at: datetime) -> ApiKey | None:
         """Set revoked_at (kept if already set); None when the enterprise has no such key.
@@ -215,14 +220,27 @@ class FirestoreIdentityStore:
                 return False
         return True
 
-    def list_bindings(self, enterprise_id: str, principal: str | None = None) -> list[RoleBinding]:
+    def list_bindings(
+        self,
+        enterprise_id: str,
+        principal: str | None = None,
+        after: tuple[str, str] | None = None,
+        limit: int | None = None,
+    ) -> list[RoleBinding]:
+        """Ordered by the `principal` and `role` fields (the composite index of
+        infra/firestore.tf), which Firestore compares as UTF-8 bytes, as Python and
+        SQLite compare these strings."""
         query = self._enterprise(enterprise_id).collection(ROLE_BINDINGS)
         if principal is not None:
             query = query.where(filter=FieldFilter("principal", "==", principal))
-        bindings = [
+        query = query.order_by("principal").order_by("role")
+        if after is not None:
+            query = query.start_after({"principal": after[0], "role": after[1]})
+        if limit is not None:
+            query = query.limit(limit)
+        return [
             from_fields(RoleBinding, fields) for fields in self._query(query, "list role bindings")
         ]
-        return sorted(bindings, key=lambda b: (b.principal, b.role.value))
 
     # documents
 

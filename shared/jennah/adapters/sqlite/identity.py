@@ -184,10 +184,13 @@ class SqliteIdentityStore:
         row = self._read_one(f"SELECT {_API_KEY_COLUMNS} FROM api_keys WHERE key_id = ?", (key_id,))
         return None if row is None else _api_key(row)
 
-    def list_api_keys(self, enterprise_id: str) -> list[ApiKey]:
+    def list_api_keys(
+        self, enterprise_id: str, after: str | None = None, limit: int | None = None
+    ) -> list[ApiKey]:
         rows = self._read_all(
-            f"SELECT {_API_KEY_COLUMNS} FROM api_keys WHERE enterprise_id = ? ORDER BY key_id",
-            (enterprise_id,),
+            f"SELECT {_API_KEY_COLUMNS} FROM api_keys WHERE enterprise_id = ? AND key_id > ? "
+            "ORDER BY key_id LIMIT ?",
+            (enterprise_id, after or "", _limit(limit)),
         )
         return [_api_key(row) for row in rows]
 
@@ -219,13 +222,22 @@ class SqliteIdentityStore:
             ).rowcount
         return bool(deleted)
 
-    def list_bindings(self, enterprise_id: str, principal: str | None = None) -> list[RoleBinding]:
+    def list_bindings(
+        self,
+        enterprise_id: str,
+        principal: str | None = None,
+        after: tuple[str, str] | None = None,
+        limit: int | None = None,
+    ) -> list[RoleBinding]:
         query = f"SELECT {_BINDING_COLUMNS} FROM role_bindings WHERE enterprise_id = ?"
-        params: tuple[str, ...] = (enterprise_id,)
+        params: tuple[str | int, ...] = (enterprise_id,)
         if principal is not None:
             query += " AND principal = ?"
             params += (principal,)
-        rows = self._read_all(query + " ORDER BY principal, role", params)
+        if after is not None:
+            query += " AND (principal, role) > (?, ?)"
+            params += after
+        rows = self._read_all(query + " ORDER BY principal, role LIMIT ?", (*params, _limit(limit)))
         return [_binding(row) for row in rows]
 
     # plumbing
@@ -238,6 +250,11 @@ class SqliteIdentityStore:
     def _read_all(self, query: str, params: tuple[Any, ...]) -> list[Row]:
         with self._file.reader() as conn:
             return list(conn.execute(query, params).fetchall())
+
+
+def _limit(limit: int | None) -> int:
+    """SQLite's LIMIT: -1 is none."""
+    return -1 if limit is None else limit
 
 
 def _put_user(conn: Connection, user: User) -> None:
