@@ -39,3 +39,24 @@ resource "google_firestore_field" "operation_expiry" {
     }
   }
 }
+
+# Role bindings are listed page by page in (principal, role) order, optionally of one
+# principal (jennah.adapters.firestore.identity.list_bindings): a query ordering by two
+# fields needs this composite index. The other lists order by one field (API keys by
+# keyId; operations by createTime and the document id), which the automatic single-field
+# indexes serve.
+resource "google_firestore_index" "role_bindings_by_principal_and_role" {
+  project     = var.project_id
+  database    = google_firestore_database.control.name
+  collection  = "roleBindings"
+  query_scope = "COLLECTION"
+
+  fields {
+    field_path = "principal"
+    order      = "ASCENDING"
+  }
+  fields {
+    field_path = "role"
+    order      = "ASCENDING"
+  }
+}

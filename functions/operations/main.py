@@ -1,4 +1,4 @@
-"""Cloud Function `operations`: GET /v1/operations/{operationId}."""
+"""Cloud Function `operations`: GET /v1/operations and GET /v1/operations/{operationId}."""
 
 import flask
 import functions_framework

@@ -220,6 +220,33 @@ def test_the_same_id_in_two_enterprises_is_two_operations(
     assert stored(operations, first).state is OperationState.RUNNING
 
 
+# -- listing -------------------------------------------------------------------------
+
+
+def test_operations_are_listed_newest_first_page_by_page(
+    operations: OperationStore, enterprise: str
+) -> None:
+    # two share a create time: the greater operation id comes first
+    times = [NOW + timedelta(seconds=s) for s in (0, 1, 1, 2, 3)]
+    listed = [created(operations, enterprise, create_time=t, update_time=t) for t in times]
+    done = listed[3]
+    finished = operations.finish(enterprise, done.operation_id, NOW, receipt_json="{}")
+    created(operations, f"ent-{uuid.uuid4().hex}", create_time=NOW + timedelta(hours=1))
+    newest = sorted(listed, key=lambda o: (o.create_time, o.operation_id), reverse=True)
+    newest = [finished if o.operation_id == done.operation_id else o for o in newest]
+    assert operations.list_newest(enterprise, 10) == newest
+    pages, before = [], None
+    while page := operations.list_newest(enterprise, 2, before):
+        pages.append(page)
+        before = (page[-1].create_time, page[-1].operation_id)
+    assert [len(p) for p in pages] == [2, 2, 1]
+    assert [o for p in pages for o in p] == newest
+    tied = newest[2]  # one of the two of the same second
+    after_tied = operations.list_newest(enterprise, 10, (tied.create_time, tied.operation_id))
+    assert after_tied == newest[3:]
+    assert operations.list_newest(f"ent-{uuid.uuid4().hex}", 10) == []
+
+
 # -- claim -------------------------------------------------------------------------
 
 

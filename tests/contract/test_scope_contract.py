@@ -183,6 +183,29 @@ def test_list_scopes_is_ordered_by_scope_id_and_confined_to_the_enterprise(
     assert store.list_scopes(f"ent-{uuid.uuid4().hex}") == []
 
 
+def test_scopes_are_listed_page_by_page_after_a_key(store: MemoryStore) -> None:
+    enterprise = f"ent-{uuid.uuid4().hex}"
+    names = ["a", "a.b", "a:b", "a_b", "b", "b-1", "c"]
+    for name in reversed(names):
+        register(store, ScopeRef(enterprise_id=enterprise, scope_id=name))
+    register(store, ScopeRef(enterprise_id=f"ent-{uuid.uuid4().hex}", scope_id="a.c"))
+
+    def ids(after: str | None = None, limit: int | None = None) -> list[str]:
+        return [r.scope.scope_id for r in store.list_scopes(enterprise, after, limit)]
+
+    assert ids() == sorted(names) == names  # byte order
+    assert ids(limit=3) == names[:3]
+    assert ids(after="a.b") == names[2:]
+    assert ids(after="a.b", limit=2) == ["a:b", "a_b"]
+    assert ids(after="a.c") == names[2:]  # a key that is not there
+    assert ids(after="c") == [] and ids(after="", limit=1) == ["a"]
+    pages, after = [], None
+    while page := ids(after, 2):
+        pages.append(page)
+        after = page[-1]
+    assert pages == [names[0:2], names[2:4], names[4:6], names[6:]]
+
+
 # -- destroy -------------------------------------------------------------------------
 
 WORKS_AT_ACME = ChunkInput(text="Ana works at Acme", valid_at=at(2024))

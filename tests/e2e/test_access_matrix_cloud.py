@@ -85,6 +85,11 @@ def firestore_documents(client: Any, enterprises: tuple[str, ...]) -> dict[str, 
         )
         for doc in pointing.stream():
             documents[doc.reference.path] = doc.to_dict()
+    memberships = client.collection_group("memberships").where(  # userIndex/{principal}/…
+        filter=FieldFilter("enterpriseId", "in", list(enterprises))
+    )
+    for doc in memberships.stream():
+        documents[doc.reference.path] = doc.to_dict()
     return documents
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import copy
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -49,7 +49,7 @@ from jennah.settings import Settings
 ENTERPRISE = "local"
 ROOT = "user:root"
 ROOT_SECRET = "0123456789abcdef" * 4
-TOKEN = user_token(ROOT, ROOT_SECRET)  # the local root's development credential
+TOKEN = user_token(ENTERPRISE, ROOT, ROOT_SECRET)  # the local root's development credential
 
 
 @dataclass
@@ -234,9 +234,12 @@ class FakeStore:
     def get_scope(self, scope: ScopeRef) -> ScopeRecord | None:
         return self._tables.scopes.get(scope)
 
-    def list_scopes(self, enterprise_id: str) -> list[ScopeRecord]:
+    def list_scopes(
+        self, enterprise_id: str, after: str | None = None, limit: int | None = None
+    ) -> list[ScopeRecord]:
         found = [r for s, r in self._tables.scopes.items() if s.enterprise_id == enterprise_id]
-        return sorted(found, key=lambda r: r.scope.scope_id)
+        ordered = sorted(found, key=lambda r: r.scope.scope_id)
+        return _page(ordered, lambda r: r.scope.scope_id, after, limit)
 
     def destroy_scope(self, scope: ScopeRef) -> int:
         with self._lock:
@@ -294,23 +297,41 @@ class FakeIdentityStore:
 
     def __init__(self) -> None:
         self.enterprises: dict[str, Enterprise] = {}
-        self.users: dict[str, User] = {}
+        self.users: dict[tuple[str, str], User] = {}
         self.keys: dict[str, ApiKey] = {}
         self.bindings: dict[tuple[str, str, Role], RoleBinding] = {}
 
-    def create_enterprise(self, enterprise: Enterprise) -> None:
+    def create_enterprise(
+        self,
+        enterprise: Enterprise,
+        users: Sequence[User] = (),
+        bindings: Sequence[RoleBinding] = (),
+    ) -> None:
         if enterprise.enterprise_id in self.enterprises:
             raise AlreadyExists(f"enterprise {enterprise.enterprise_id!r} already exists")
         self.enterprises[enterprise.enterprise_id] = enterprise.model_copy()
+        for user in users:
+            self.put_user(user)
+        for binding in bindings:
+            self.put_binding(binding)
+
+    def delete_enterprise(self, enterprise_id: str) -> None:
+        self.enterprises.pop(enterprise_id, None)
+        self.users = {k: v for k, v in self.users.items() if v.enterprise_id != enterprise_id}
+        self.keys = {k: v for k, v in self.keys.items() if v.enterprise_id != enterprise_id}
+        self.bindings = {k: v for k, v in self.bindings.items() if v.enterprise_id != enterprise_id}
 
     def get_enterprise(self, enterprise_id: str) -> Enterprise | None:
         return self.enterprises.get(enterprise_id)
 
     def put_user(self, user: User) -> None:
-        self.users[user.principal] = user.model_copy()
+        self.users[(user.enterprise_id, user.principal)] = user.model_copy()
 
-    def get_user(self, principal: str) -> User | None:
-        return self.users.get(principal)
+    def get_user(self, enterprise_id: str, principal: str) -> User | None:
+        return self.users.get((enterprise_id, principal))
+
+    def find_users(self, principal: str) -> list[User]:
+        return [user for (_, p), user in sorted(self.users.items()) if p == principal]
 
     def create_api_key(self, key: ApiKey) -> None:
         if key.key_id in self.keys:
@@ -320,11 +341,14 @@ class FakeIdentityStore:
     def get_api_key(self, key_id: str) -> ApiKey | None:
         return self.keys.get(key_id)
 
-    def list_api_keys(self, enterprise_id: str) -> list[ApiKey]:
-        return sorted(
+    def list_api_keys(
+        self, enterprise_id: str, after: str | None = None, limit: int | None = None
+    ) -> list[ApiKey]:
+        ordered = sorted(
             (k for k in self.keys.values() if k.enterprise_id == enterprise_id),
             key=lambda k: k.key_id,
         )
+        return _page(ordered, lambda k: k.key_id, after, limit)
 
     def revoke_api_key(self, enterprise_id: str, key_id: str, at: datetime) -> ApiKey | None:
         key = self.keys.get(key_id)
@@ -341,13 +365,20 @@ class FakeIdentityStore:
     def delete_binding(self, enterprise_id: str, principal: str, role: Role) -> bool:
         return self.bindings.pop((enterprise_id, principal, role), None) is not None
 
-    def list_bindings(self, enterprise_id: str, principal: str | None = None) -> list[RoleBinding]:
+    def list_bindings(
+        self,
+        enterprise_id: str,
+        principal: str | None = None,
+        after: tuple[str, str] | None = None,
+        limit: int | None = None,
+    ) -> list[RoleBinding]:
         found = [
             b
             for (e, p, _), b in self.bindings.items()
             if e == enterprise_id and (principal is None or p == principal)
         ]
-        return sorted(found, key=lambda b: (b.principal, list(Role).index(b.role)))
+        ordered = sorted(found, key=lambda b: (b.principal, b.role.value))
+        return _page(ordered, lambda b: (b.principal, b.role.value), after, limit)
 
     def snapshot(self, enterprise_id: str | None = None) -> dict[str, Any]:
         """Every document (of one enterprise when given), comparable with ==."""
@@ -392,6 +423,14 @@ class FakeVocabularyStore:
         }
 
 
+def _page(
+    ordered: list[Any], key: Callable[[Any], Any], after: Any, limit: int | None
+) -> list[Any]:
+    """A page of an ordered list, as the stores answer one: after `after`, up to `limit`."""
+    rest = [item for item in ordered if after is None or key(item) > after]
+    return rest if limit is None else rest[:limit]
+
+
 def add_enterprise(
     identity: FakeIdentityStore | Any, enterprise_id: str, root: str, secret: str
 ) -> str:
@@ -401,7 +440,7 @@ def add_enterprise(
         User(enterprise_id=enterprise_id, principal=root, token_hash=hash_secret(secret))
     )
     identity.put_binding(RoleBinding(enterprise_id=enterprise_id, principal=root, role=Role.ROOT))
-    return user_token(root, secret)
+    return user_token(enterprise_id, root, secret)
 
 
 # the HTTP harness

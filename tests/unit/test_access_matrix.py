@@ -141,6 +141,7 @@ REQUESTS: dict[str, tuple[str, str, dict[str, Any] | None]] = {
     "billing.usage.formationTokens": ("GET", f"/v1/billing/usage/formation-tokens?startTime="
                                       f"{USAGE_SINCE}&groupBy=scope", None),
     "operations.get": ("GET", "/v1/operations/{op}", None),
+    "operations.list": ("GET", "/v1/operations", None),
     "caller.get": ("GET", "/v1/caller", None),
     "apiKeys.create": ("POST", "/v1/apiKeys", {"role": "member", "agentSelectors": ["bot.*"]}),
     "apiKeys.list": ("GET", "/v1/apiKeys", None),
@@ -176,6 +177,7 @@ EXPECTED: dict[str, tuple[int, int, int, int | None, int]] = {
     "billing.setOverageMultiple": (200, 200, 403, None, 403),
     "billing.usage.formationTokens": (200, 200, 403, None, 200),
     "operations.get":        (200, 404, 403, 404, 200),
+    "operations.list":       (200, 200, 403, 200, 200),
     "caller.get":            (200, 200, 200, 200, 200),
     "apiKeys.create":        (200, 200, 403, None, 403),
     "apiKeys.list":          (200, 200, 403, None, 403),
@@ -189,7 +191,7 @@ EXPECTED: dict[str, tuple[int, int, int, int | None, int]] = {
 MATRIX: dict[str, Row] = {
     op: Row(*REQUESTS[op], *EXPECTED[op]) for op in sorted(REQUESTS.keys() & EXPECTED.keys())
 }
-# every (route, case) pair that applies: 27 routes x 9 cases, less the 10 n/a
+# every (route, case) pair that applies: 28 routes x 9 cases, less the 10 n/a
 MATRIX_CASES = [
     (op, case) for op, row in MATRIX.items() for case in CASES if getattr(row, case) is not None
 ]
@@ -268,7 +270,7 @@ def _user(container: Container, enterprise: str, principal: str, role: Role | No
         identity.put_binding(RoleBinding(enterprise_id=enterprise, principal=principal, role=role,
                                          agent_selectors=agents or [],
                                          subject_selectors=subjects or []))  # fmt: skip
-    return user_token(principal, _secret(principal))
+    return user_token(enterprise, principal, _secret(principal))
 
 
 def _key(container: Container, target: str, key_id: str, role: Role, **fields: Any) -> str:

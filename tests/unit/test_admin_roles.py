@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from jennah.domain.access import Role, User
+from jennah.domain.access import Role, RoleBinding, User
 from tests.unit.fakes import Api, add_enterprise
 
 
@@ -71,18 +71,37 @@ def test_grant_replaces_the_binding_and_revoke_removes_it(api: Api) -> None:
 
 def test_granting_to_an_unknown_user_creates_it_without_a_credential(api: Api) -> None:
     ok(grant(api, "user:ops@example.com", "administrator", agentSelectors=["*"]))
-    user = api.identity.get_user("user:ops@example.com")
+    user = api.identity.get_user("local", "user:ops@example.com")
     assert user is not None and user.enterprise_id == "local" and user.token_hash is None
 
 
-def test_a_user_of_another_enterprise_is_not_touched(api: Api) -> None:
-    add_enterprise(api.identity, "acme", "user:ann", "ef" * 32)
-    before = api.identity.snapshot()
-    refused = grant(api, "user:ann", "member")
-    assert refused.status_code == 400
-    assert refused.get_json()["error"]["status"] == "FAILED_PRECONDITION"
-    assert api.identity.snapshot() == before
-    assert api.post("/v1/users", {"principal": "user:ann"}).status_code == 409
+def test_a_principal_of_another_enterprise_is_neither_seen_nor_touched(api: Api) -> None:
+    """The probe: another enterprise learned that user:ann existed (400
+    PRINCIPAL_IN_OTHER_ENTERPRISE vs 200) and could squat a name so its real owner
+    could not be granted. A principal is now a user of each enterprise separately."""
+    acme = add_enterprise(api.identity, "acme", "user:ann", "ef" * 32)
+    acme_before = api.identity.snapshot("acme")
+    taken = ok(grant(api, "user:ann", "member", agentSelectors=["a.*"]))
+    fresh = ok(grant(api, "user:nobody-anywhere", "member", agentSelectors=["a.*"]))
+    assert taken == {**fresh, "principal": "user:ann"}  # the same answer either way
+    assert api.identity.snapshot("acme") == acme_before  # acme's user:ann is untouched
+    assert ok(api.get("/v1/caller", token=acme))["enterprise"] == "acme"
+    local_ann = api.identity.get_user("local", "user:ann")
+    assert local_ann is not None and local_ann.token_hash is None
+    # and acme may grant its own user:ann whatever local did with the name
+    ok(api.post("/v1/roleBindings:grant", {"principal": "user:ann", "role": "member"},
+                token=acme))  # fmt: skip
+
+
+def test_users_of_the_same_name_in_two_enterprises_each_act_in_their_own(api: Api) -> None:
+    acme = add_enterprise(api.identity, "acme", "user:acme-root", "ef" * 32)
+    mine = ok(api.post("/v1/users", {"principal": "user:ana"}))["token"]
+    theirs = ok(api.post("/v1/users", {"principal": "user:ana"}, token=acme))["token"]
+    assert mine != theirs
+    assert ok(api.get("/v1/caller", token=mine))["enterprise"] == "local"
+    assert ok(api.get("/v1/caller", token=theirs))["enterprise"] == "acme"
+    again = api.post("/v1/users", {"principal": "user:ana"}, token=acme)
+    assert again.status_code == 409  # within one enterprise a name is still unique
 
 
 def test_a_key_of_another_enterprise_cannot_be_granted_a_role(api: Api) -> None:
@@ -124,6 +143,25 @@ def test_the_last_root_stays(api: Api) -> None:
     ok(api.post("/v1/roleBindings:revoke", {"principal": "user:root", "role": "root"}))
     roots = [b.principal for b in api.identity.list_bindings("local") if b.role is Role.ROOT]
     assert roots == ["user:second"]
+
+
+def test_root_api_keys_do_not_count_as_roots_revoked_or_not(api: Api) -> None:
+    """The probe: a root API key, revoked, kept the last root user's binding revocable,
+    and then nobody could manage the enterprise. Only users that can manage count."""
+    revoked = ok(api.post("/v1/apiKeys", {"role": "root"}))["keyId"]
+    ok(api.post(f"/v1/apiKeys/{revoked}:revoke"))
+    ok(api.post("/v1/apiKeys", {"role": "root"}))  # a live root key counts no more
+    ghost = RoleBinding(enterprise_id="local", principal="user:ghost", role=Role.ROOT)
+    api.identity.put_binding(ghost)  # a root binding without its user
+    before = api.identity.snapshot()
+    refused = api.post("/v1/roleBindings:revoke", {"principal": "user:root", "role": "root"})
+    assert refused.status_code == 400, refused.get_data(as_text=True)
+    assert refused.get_json()["error"]["details"][0]["reason"] == "LAST_ROOT"
+    assert api.identity.snapshot() == before
+    # the keys' and the ghost's root bindings may go: they never managed anything
+    ok(api.post("/v1/roleBindings:revoke", {"principal": f"api_key:{revoked}", "role": "root"}))
+    ok(api.post("/v1/roleBindings:revoke", {"principal": "user:ghost", "role": "root"}))
+    assert ok(api.get("/v1/caller"))["roles"] == ["root"]
 
 
 @pytest.mark.parametrize(
@@ -172,7 +210,7 @@ def test_users_create_gives_a_working_credential_once(api: Api) -> None:
                       "subjectSelectors": []}  # fmt: skip
     again = api.post("/v1/users", {"principal": "user:ana"})
     assert again.status_code == 409 and again.get_json()["error"]["status"] == "ALREADY_EXISTS"
-    stored = api.identity.get_user("user:ana")
+    stored = api.identity.get_user("local", "user:ana")
     assert isinstance(stored, User) and created["token"] not in stored.model_dump_json()
 
 
@@ -186,3 +224,40 @@ def test_whoami_shows_roles_permissions_and_reach(api: Api) -> None:
     view = ok(api.get("/v1/caller", token=member))
     assert "billing.usage:read" not in view["permissions"]
     assert (view["agentSelectors"], view["subjectSelectors"]) == ([], ["user.m"])
+
+
+def test_nobody_grants_reach_wider_than_its_own(api: Api) -> None:
+    """The probe: an administrator reaching other.* only granted itself and a key
+    ["*"] and read secret.agent. Each wider selector is refused, naming it."""
+    ok(api.post("/v1/agents/secret.agent/memory:commit", {"chunks": [{"text": "secret"}]}))
+    admin = new_user(api, "user:admin")
+    ok(grant(api, "user:admin", "administrator", agentSelectors=["other.*"],
+             subjectSelectors=["other.*"]))  # fmt: skip
+    before = api.identity.snapshot()
+    for response, field, selector in (
+        (grant(api, "user:admin", "administrator", token=admin, agentSelectors=["*"],
+               subjectSelectors=["*"]), "agentSelectors[0]", "*"),
+        (grant(api, "user:admin", "member", token=admin, agentSelectors=["other.a"],
+               subjectSelectors=["other.*", "secret.*"]), "subjectSelectors[1]", "secret.*"),
+        (grant(api, "user:eve", "member", token=admin, agentSelectors=["other"]),
+         "agentSelectors[0]", "other"),
+        (api.post("/v1/apiKeys", {"role": "member", "agentSelectors": ["*"],
+                                  "subjectSelectors": ["*"]}, token=admin),
+         "agentSelectors[0]", "*"),
+    ):  # fmt: skip
+        assert response.status_code == 403, response.get_data(as_text=True)
+        error = response.get_json()["error"]
+        assert error["status"] == "PERMISSION_DENIED"
+        assert error["details"][0]["reason"] == "SELECTOR_NOT_COVERED"
+        assert error["details"][0]["metadata"] == {"selector": selector, "field": field}
+        assert repr(selector) in error["message"]
+    assert api.identity.snapshot() == before
+    query = {"semantic": {"queryText": "secret"}}
+    assert api.post("/v1/agents/secret.agent/memory:query", query, token=admin).status_code == 404
+    # within its own reach it grants freely; a root grants anything
+    ok(grant(api, "user:eve", "member", token=admin, agentSelectors=["other.a", "other.b.*"],
+             subjectSelectors=["other.*"]))  # fmt: skip
+    key = api.post("/v1/apiKeys", {"role": "member", "agentSelectors": ["other.x.*"]},
+                   token=admin)  # fmt: skip
+    assert key.status_code == 200, key.get_data(as_text=True)
+    ok(grant(api, "user:eve", "member", agentSelectors=["*"], subjectSelectors=["*"]))

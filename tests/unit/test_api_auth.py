@@ -113,7 +113,7 @@ def test_a_malformed_or_wrong_credential_is_unauthenticated(tmp_path: Path, head
 
 def test_a_google_id_token_is_accepted_only_with_a_verifier(tmp_path: Path) -> None:
     api = Api.create(tmp_path)
-    api.identity.put_user(api.identity.get_user("user:root").model_copy(  # type: ignore[union-attr]
+    api.identity.put_user(api.identity.get_user("local", "user:root").model_copy(  # type: ignore[union-attr]
         update={"principal": "user:ana@example.com", "token_hash": None}))  # fmt: skip
     assert whoami(api, "google-id-token").status_code == 401  # no audience configured
     with_verifier = make_container(tmp_path, identity=api.identity, verifier=StubVerifier())
@@ -209,7 +209,7 @@ def test_the_first_start_creates_the_local_enterprise_and_a_private_credential(
     caller = container.access.authenticate(f"Bearer {root.token}")
     assert (caller.enterprise_id, caller.principal) == ("local", "user:root")
     assert container.access.grants(caller).agent_selectors == ("*",)
-    user = container.identity.get_user("user:root")
+    user = container.identity.get_user("local", "user:root")
     assert user is not None and root.token not in user.model_dump_json()
 
 

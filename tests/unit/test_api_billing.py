@@ -84,7 +84,7 @@ def _add_callers(api: Api) -> None:
 
 
 def token_of(principal: str) -> str:
-    return user_token(principal, SECRET)
+    return user_token(ENTERPRISE, principal, SECRET)
 
 
 def ledger(api: Api) -> SqliteUsageLedger:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -9,7 +10,6 @@ import pytest
 from jennah.domain.access import (
     ApiKey,
     Caller,
-    Enterprise,
     Permission,
     Role,
     RoleBinding,
@@ -31,42 +31,12 @@ from jennah.services.access import (
     hash_secret,
     user_token,
 )
+from tests.unit.fakes import FakeIdentityStore
 
 NOW = datetime(2026, 11, 29, 12, tzinfo=UTC)
 
 
-class Identity:
-    """A dict-backed identity store, just for these tests."""
-
-    def __init__(self) -> None:
-        self.enterprises: dict[str, Enterprise] = {}
-        self.users: dict[str, User] = {}
-        self.keys: dict[str, ApiKey] = {}
-        self.bindings: list[RoleBinding] = []
-
-    def create_enterprise(self, enterprise: Enterprise) -> None:
-        if enterprise.enterprise_id in self.enterprises:
-            raise AlreadyExists("taken")
-        self.enterprises[enterprise.enterprise_id] = enterprise
-
-    def put_user(self, user: User) -> None:
-        self.users[user.principal] = user
-
-    def get_user(self, principal: str) -> User | None:
-        return self.users.get(principal)
-
-    def get_api_key(self, key_id: str) -> ApiKey | None:
-        return self.keys.get(key_id)
-
-    def put_binding(self, binding: RoleBinding) -> None:
-        self.bindings.append(binding)
-
-    def list_bindings(self, enterprise_id: str, principal: str | None = None) -> list[RoleBinding]:
-        return [
-            b
-            for b in self.bindings
-            if b.enterprise_id == enterprise_id and principal in (None, b.principal)
-        ]
+Identity = FakeIdentityStore
 
 
 class Registry:
@@ -156,7 +126,9 @@ def test_wrong_secret_is_refused_for_keys_and_users(world) -> None:  # type: ign
     with pytest.raises(Unauthenticated):
         access.authenticate(f"Bearer {api_key_token('k1', 'wrong')}")
     with pytest.raises(Unauthenticated):
-        access.authenticate(f"Bearer {user_token('user:root', 'wrong')}")
+        access.authenticate(f"Bearer {user_token('acme', 'user:root', 'wrong')}")
+    with pytest.raises(Unauthenticated):
+        access.authenticate(f"Bearer {legacy_user_token('user:root', 'wrong')}")
 
 
 def test_api_key_is_recorded_as_itself(world) -> None:  # type: ignore[no-untyped-def]
@@ -183,6 +155,51 @@ def test_google_id_token_maps_to_a_known_user(world) -> None:  # type: ignore[no
         access.authenticate("Bearer google-signed")
     identity.put_user(User(enterprise_id="acme", principal="user:ana@example.com"))
     assert access.authenticate("Bearer google-signed").principal == "user:ana@example.com"
+
+
+def legacy_user_token(principal: str, secret: str) -> str:
+    """The development credential of earlier builds: it does not name its enterprise."""
+    encoded = base64.urlsafe_b64encode(principal.encode()).decode().rstrip("=")
+    return f"ju_{encoded}_{secret}"
+
+
+def test_a_principal_is_a_user_of_each_enterprise_separately(world) -> None:  # type: ignore[no-untyped-def]
+    access, identity, _, _ = world
+    create_enterprise(identity, "globex", "user:ada", NOW)
+    identity.put_user(User(enterprise_id="acme", principal="user:ada",
+                           token_hash=hash_secret("a" * 64)))  # fmt: skip
+    identity.put_user(User(enterprise_id="globex", principal="user:ada",
+                           token_hash=hash_secret("b" * 64)))  # fmt: skip
+    for enterprise, secret in (("acme", "a" * 64), ("globex", "b" * 64)):
+        caller = Caller(enterprise_id=enterprise, principal="user:ada")
+        assert access.authenticate(f"Bearer {user_token(enterprise, 'user:ada', secret)}") == caller
+        # the earlier form finds the enterprise whose credential the secret is
+        assert access.authenticate(f"Bearer {legacy_user_token('user:ada', secret)}") == caller
+    # a credential names its enterprise: the other enterprise's secret does not work there
+    refused = (
+        user_token("acme", "user:ada", "b" * 64),
+        user_token("nowhere", "user:ada", "a" * 64),
+        "ju_dXNlcjphZGE._" + "a" * 64,  # an empty enterprise
+        "ju_dXNlcjphZGE.!!!_" + "a" * 64,  # not base64url
+    )
+    for token in refused:
+        with pytest.raises(Unauthenticated, match="not valid"):
+            access.authenticate(f"Bearer {token}")
+
+
+def test_an_id_token_user_of_several_enterprises_names_one(world) -> None:  # type: ignore[no-untyped-def]
+    access, identity, _, _ = world
+    create_enterprise(identity, "globex", "user:groot", NOW)
+    for enterprise in ("acme", "globex"):
+        identity.put_user(User(enterprise_id=enterprise, principal="user:ana@example.com"))
+    with pytest.raises(Unauthenticated) as ambiguous:
+        access.authenticate("Bearer google-signed")
+    assert ambiguous.value.reason == "ENTERPRISE_AMBIGUOUS"
+    for enterprise in ("acme", "globex"):
+        caller = access.authenticate("Bearer google-signed", enterprise)
+        assert caller == Caller(enterprise_id=enterprise, principal="user:ana@example.com")
+    with pytest.raises(Unauthenticated, match="not a user of enterprise 'initech'"):
+        access.authenticate("Bearer google-signed", "initech")
 
 
 def test_management_permission_is_never_usable_with_an_api_key(world) -> None:  # type: ignore[no-untyped-def]

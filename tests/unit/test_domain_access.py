@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 
 from jennah.domain.access import (
@@ -16,7 +18,9 @@ from jennah.domain.access import (
     grants_for,
     reaches,
     reaches_everything,
+    selector_covers,
     selector_matches,
+    uncovered,
     validate_selector,
 )
 from jennah.errors import InvalidArgument
@@ -57,6 +61,68 @@ def test_management_class_is_what_the_spec_names() -> None:
 )
 def test_selector_matching(selector: str, scope_id: str, expected: bool) -> None:
     assert selector_matches(selector, scope_id) is expected
+
+
+@pytest.mark.parametrize(
+    ("own", "granted", "expected"),
+    [
+        ("*", "*", True),
+        ("*", "a.*", True),
+        ("*", "secret.agent", True),
+        ("*", "*.eu", True),
+        ("a.*", "a.b", True),
+        ("a.*", "a.b.*", True),
+        ("a.*", "a.*", True),
+        ("a.*", "a.b*", True),
+        ("a.*", "a.*.c", True),
+        ("a.*", "*", False),
+        ("a.*", "a", False),  # a.* does not reach the scope "a"
+        ("a.*", "a*", False),  # a* reaches "ab", which a.* does not
+        ("a.*", "b.*", False),
+        ("a.*", "*.a", False),
+        ("a.b.*", "a.*", False),
+        ("a.b.*", "a.b", False),
+        ("a.b.*", "a.b.c", True),
+        ("a*", "a.*", True),
+        ("a*", "a", True),
+        ("*.eu", "bot.eu", True),
+        ("*.eu", "bot.*", False),
+        ("*.eu", "*.eu", True),
+        ("*.eu", "x.*.eu", True),
+        ("*b*", "a*b*c", True),
+        ("*b*", "a*c", False),
+        ("support-bot", "support-bot", True),
+        ("support-bot", "support-bot2", False),
+        ("support-bot", "support-*", False),
+        ("support-bot", "*", False),
+        ("a.b", "aXb", False),  # '.' is literal
+        ("other.*", "*", False),
+        ("other.*", "secret.agent", False),
+    ],
+)
+def test_selector_coverage(own: str, granted: str, expected: bool) -> None:
+    assert selector_covers(own, granted) is expected
+
+
+def test_selector_coverage_is_sound() -> None:
+    """Whenever `own` covers `granted`, every scope id `granted` matches, `own` matches:
+    checked over every selector of up to 4 characters and every id of up to 5, on a
+    small alphabet."""
+    alphabet = "ab."
+    ids = ["".join(p) for n in range(1, 6) for p in itertools.product(alphabet, repeat=n)]
+    selectors = ["".join(p) for n in range(1, 5)
+                 for p in itertools.product(alphabet + "*", repeat=n)]  # fmt: skip
+    reached = {s: frozenset(i for i in ids if selector_matches(s, i)) for s in selectors}
+    for own, granted in itertools.product(selectors, repeat=2):
+        if selector_covers(own, granted):
+            assert reached[granted] <= reached[own], (own, granted)
+
+
+def test_uncovered_names_each_selector_no_single_own_selector_covers() -> None:
+    assert uncovered(("a.*", "x"), ["a.b", "x", "*", "y", "a.c.*"]) == ["*", "y"]
+    assert uncovered(("*",), ["anything", "*"]) == []
+    assert uncovered((), ["a"]) == ["a"]
+    assert uncovered((), []) == []
 
 
 @pytest.mark.parametrize("selector", ["", "bot/*", "bot?", "a b", "x" * 129])

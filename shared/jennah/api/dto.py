@@ -116,6 +116,20 @@ class WireResponse(BaseModel):
     )
 
 
+_PAGE_SIZE_HELP = "At most this many items; 0 means 50, at most 1000"
+_PAGE_TOKEN_HELP = (
+    "nextPageToken of the previous page, with the same other parameters; absent for the first page"
+)
+_NEXT_PAGE_HELP = "Pass as pageToken for the next page; absent on the last page"
+
+
+class PageParams(WireRequest):
+    """The query parameters every list takes (AIP-158)."""
+
+    page_size: Int32 = Field(default=0, description=_PAGE_SIZE_HELP)
+    page_token: str = Field(default="", description=_PAGE_TOKEN_HELP)
+
+
 # memory:commit
 
 
@@ -381,6 +395,19 @@ class Operation(WireResponse):
     error: Status | None = None
 
 
+class ListOperationsParams(PageParams):
+    """Query parameters of GET /v1/operations."""
+
+
+class ListOperationsResponse(WireResponse):
+    """A page of the memory:form operations the caller may read (its enterprise's, in
+    the agent workspaces it reaches), newest first (google.longrunning
+    ListOperationsResponse)."""
+
+    operations: list[Operation] = Field(default_factory=list)
+    next_page_token: str | None = Field(default=None, description=_NEXT_PAGE_HELP)
+
+
 class OperationMetadata(WireResponse):
     state: Literal["QUEUED", "RUNNING", "SUCCEEDED", "FAILED", "CANCELLED"]
     agent_instance_id: str
@@ -635,8 +662,15 @@ class ApiKeyResource(WireResponse):
     )
 
 
+class ListApiKeysParams(PageParams):
+    """Query parameters of GET /v1/apiKeys."""
+
+
 class ListApiKeysResponse(WireResponse):
+    """A page of the enterprise's API keys, ordered by key id."""
+
     api_keys: list[ApiKeyResource] = Field(default_factory=list)
+    next_page_token: str | None = Field(default=None, description=_NEXT_PAGE_HELP)
 
 
 class GrantRoleRequest(WireRequest):
@@ -660,12 +694,15 @@ class RoleBindingResource(WireResponse):
     subject_selectors: list[str] = Field(default_factory=list)
 
 
-class ListRoleBindingsParams(WireRequest):
+class ListRoleBindingsParams(PageParams):
     principal: str | None = Field(default=None, description="Only this principal's bindings")
 
 
 class ListRoleBindingsResponse(WireResponse):
+    """A page of the enterprise's role bindings, ordered by principal, then role."""
+
     role_bindings: list[RoleBindingResource] = Field(default_factory=list)
+    next_page_token: str | None = Field(default=None, description=_NEXT_PAGE_HELP)
 
 
 class Empty(WireResponse):
@@ -697,20 +734,26 @@ class ScopeResource(WireResponse):
     created_by: str = ""
 
 
-class ListScopesParams(WireRequest):
+class ListScopesParams(PageParams):
     kind: ScopeKindName | None = Field(default=None, description="Only scopes of this kind")
 
 
 class ListScopesResponse(WireResponse):
-    """The scopes the caller reaches, ordered by id."""
+    """A page of the scopes the caller reaches, ordered by id."""
 
     scopes: list[ScopeResource] = Field(default_factory=list)
+    next_page_token: str | None = Field(default=None, description=_NEXT_PAGE_HELP)
+
+
+class ListAgentsParams(PageParams):
+    """Query parameters of GET /v1/agents."""
 
 
 class ListAgentsResponse(WireResponse):
-    """The agent workspaces the caller reaches, ordered by id."""
+    """A page of the agent workspaces the caller reaches, ordered by id."""
 
     agents: list[ScopeResource] = Field(default_factory=list)
+    next_page_token: str | None = Field(default=None, description=_NEXT_PAGE_HELP)
 
 
 class DestroyScopeResponse(WireResponse):

@@ -31,6 +31,7 @@ from jennah.services import commit as commit_service
 from jennah.services import inspect as inspect_service
 from jennah.services import query as query_service
 from jennah.services.access import OpenedScope
+from jennah.services.paging import Paging
 
 
 @dataclass
@@ -219,8 +220,12 @@ def create_api_key(call: Call) -> Reply:
 
 def list_api_keys(call: Call) -> Reply:
     services = call.services
-    views = admin.list_api_keys(services.identity, call.caller, services.now())
-    return Reply(dto.ListApiKeysResponse(api_keys=[key_out(v) for v in views]))
+    page = admin.list_api_keys(services.identity, call.caller, services.now(), paging(call))
+    return Reply(
+        dto.ListApiKeysResponse(
+            api_keys=[key_out(v) for v in page.items], next_page_token=page.next_page_token
+        )
+    )
 
 
 def revoke_api_key(call: Call) -> Reply:
@@ -246,8 +251,15 @@ def revoke_role(call: Call) -> Reply:
 
 def list_role_bindings(call: Call) -> Reply:
     params: dto.ListRoleBindingsParams = call.request
-    bindings = admin.list_role_bindings(call.services.identity, call.caller, params.principal)
-    return Reply(dto.ListRoleBindingsResponse(role_bindings=[binding_out(b) for b in bindings]))
+    page = admin.list_role_bindings(
+        call.services.identity, call.caller, params.principal, paging(call)
+    )
+    return Reply(
+        dto.ListRoleBindingsResponse(
+            role_bindings=[binding_out(b) for b in page.items],
+            next_page_token=page.next_page_token,
+        )
+    )
 
 
 def create_user(call: Call) -> Reply:
@@ -266,14 +278,33 @@ def create_user(call: Call) -> Reply:
 def list_scopes(call: Call) -> Reply:
     params: dto.ListScopesParams = call.request
     kind = None if params.kind is None else _kind(params.kind)
-    records = admin.list_scopes(call.services.access, call.services.store, call.caller, kind)
-    return Reply(dto.ListScopesResponse(scopes=[scope_out(r, "scopes") for r in records]))
+    services = call.services
+    page = admin.list_scopes(services.access, services.store, call.caller, kind, paging(call))
+    return Reply(
+        dto.ListScopesResponse(
+            scopes=[scope_out(r, "scopes") for r in page.items],
+            next_page_token=page.next_page_token,
+        )
+    )
 
 
 def list_agents(call: Call) -> Reply:
     services = call.services
-    records = admin.list_scopes(services.access, services.store, call.caller, ScopeKind.AGENT)
-    return Reply(dto.ListAgentsResponse(agents=[scope_out(r, "agents") for r in records]))
+    page = admin.list_scopes(
+        services.access, services.store, call.caller, ScopeKind.AGENT, paging(call)
+    )
+    return Reply(
+        dto.ListAgentsResponse(
+            agents=[scope_out(r, "agents") for r in page.items],
+            next_page_token=page.next_page_token,
+        )
+    )
+
+
+def paging(call: Call) -> Paging:
+    """The page a list request asks for (its pageSize and pageToken parameters)."""
+    params: dto.PageParams = call.request
+    return Paging(size=params.page_size, token=params.page_token)
 
 
 def create_scope(call: Call) -> Reply:

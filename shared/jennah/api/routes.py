@@ -26,7 +26,7 @@ from typing import Any
 import flask
 from pydantic import BaseModel, ValidationError
 
-from jennah.api import billing, bodies, dto, formation, handlers, logs, vocabulary
+from jennah.api import billing, bodies, dto, formation, handlers, logs, operations, vocabulary
 from jennah.api.context import Services
 from jennah.api.errors import MethodNotAllowed, error_response, from_validation_error
 from jennah.domain import rules
@@ -146,6 +146,13 @@ OPERATION_ROUTES: tuple[Route, ...] = (
         "Read a memory:form operation: done, and then its receipt (response) or error",
         Permission.MEMORY_FORM, response_model=dto.Operation,
     ),
+    Route(
+        "GET", "/v1/operations", operations.list_operations, "operations.list",
+        "List the memory:form operations of the agent workspaces the caller reaches, "
+        "newest first, page by page",
+        Permission.MEMORY_FORM,
+        params_model=dto.ListOperationsParams, response_model=dto.ListOperationsResponse,
+    ),
 )  # fmt: skip
 # The execution-log steps formations write: resources named
 # agents/{agentInstanceId}/memory/steps/{stepId}, a collection under the workspace's
@@ -191,12 +198,13 @@ INSPECT_ROUTES = _memory_routes(
 SCOPE_ROUTES: tuple[Route, ...] = (
     Route(
         "GET", "/v1/agents", handlers.list_agents, "agents.list",
-        "List the agent workspaces the caller reaches", Permission.SCOPES_LIST,
-        response_model=dto.ListAgentsResponse,
+        "List the agent workspaces the caller reaches, page by page", Permission.SCOPES_LIST,
+        params_model=dto.ListAgentsParams, response_model=dto.ListAgentsResponse,
     ),
     Route(
         "GET", "/v1/scopes", handlers.list_scopes, "scopes.list",
-        "List the scopes (agent workspaces and subject scopes) the caller reaches",
+        "List the scopes (agent workspaces and subject scopes) the caller reaches, page by "
+        "page",
         Permission.SCOPES_LIST,
         params_model=dto.ListScopesParams, response_model=dto.ListScopesResponse,
     ),
@@ -280,8 +288,9 @@ ADMIN_ROUTES: tuple[Route, ...] = (
     ),
     Route(
         "GET", "/v1/apiKeys", handlers.list_api_keys, "apiKeys.list",
-        "List the enterprise's API keys, revoked and expired ones included",
-        Permission.KEYS_MANAGE, response_model=dto.ListApiKeysResponse,
+        "List the enterprise's API keys, revoked and expired ones included, page by page",
+        Permission.KEYS_MANAGE,
+        params_model=dto.ListApiKeysParams, response_model=dto.ListApiKeysResponse,
     ),
     Route(
         "POST", "/v1/apiKeys/{keyId}:revoke", handlers.revoke_api_key, "apiKeys.revoke",
@@ -302,7 +311,8 @@ ADMIN_ROUTES: tuple[Route, ...] = (
     ),
     Route(
         "GET", "/v1/roleBindings", handlers.list_role_bindings, "roleBindings.list",
-        "List the enterprise's role bindings, or one principal's", Permission.ROLES_MANAGE,
+        "List the enterprise's role bindings, or one principal's, page by page",
+        Permission.ROLES_MANAGE,
         params_model=dto.ListRoleBindingsParams, response_model=dto.ListRoleBindingsResponse,
     ),
     Route(

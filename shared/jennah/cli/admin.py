@@ -11,7 +11,7 @@ from typing import Any
 
 import click
 
-from jennah.cli import render
+from jennah.cli import pages, render
 from jennah.cli.client import segment
 from jennah.cli.inputs import parse_instant
 from jennah.cli.options import ClientOptions, client_options
@@ -134,16 +134,18 @@ def _emit_key(key: dict[str, Any], secret: str | None = None) -> None:
 @keys.command(
     "list",
     help="""List the enterprise's API keys, revoked and expired ones included
-    (GET /v1/apiKeys).
+    (GET /v1/apiKeys), every page of them; --page-size or --page-token asks for one
+    page.
 
     \b
     Example:
       jnh keys list -o json
     """,
 )
+@pages.page_options
 @client_options
-def list_keys(opts: ClientOptions) -> None:
-    answer = opts.client().get("/v1/apiKeys")
+def list_keys(page_size: int | None, page_token: str | None, opts: ClientOptions) -> None:
+    answer = pages.fetch(opts.client(), "/v1/apiKeys", {}, "apiKeys", page_size, page_token)
     found = answer.get("apiKeys", [])
     if opts.output == "json":
         render.emit_json(answer)
@@ -151,6 +153,7 @@ def list_keys(opts: ClientOptions) -> None:
         render.emit_names([k["keyId"] for k in found])
     else:
         render.emit_section("API keys", KEY_COLUMNS, found)
+    pages.note_next_page(answer, opts.output)
 
 
 @keys.command(
@@ -264,7 +267,8 @@ def revoke(principal: str, role: str, opts: ClientOptions) -> None:
 @roles.command(
     "list",
     help="""List the enterprise's role bindings, or one principal's
-    (GET /v1/roleBindings).
+    (GET /v1/roleBindings), every page of them; --page-size or --page-token asks for
+    one page.
 
     \b
     Examples:
@@ -273,11 +277,17 @@ def revoke(principal: str, role: str, opts: ClientOptions) -> None:
     """,
 )
 @click.option("--principal", metavar="PRINCIPAL", help="Only this principal's bindings.")
+@pages.page_options
 @client_options
-def list_roles(principal: str | None, opts: ClientOptions) -> None:
+def list_roles(
+    principal: str | None, page_size: int | None, page_token: str | None, opts: ClientOptions
+) -> None:
     params = {"principal": principal} if principal else {}
-    answer = opts.client().get("/v1/roleBindings", params)
+    answer = pages.fetch(
+        opts.client(), "/v1/roleBindings", params, "roleBindings", page_size, page_token
+    )
     _emit_bindings(answer.get("roleBindings", []), opts.output, answer)
+    pages.note_next_page(answer, opts.output)
 
 
 def _emit_bindings(bindings: list[dict[str, Any]], output: str, answer: dict[str, Any]) -> None:

@@ -1,4 +1,4 @@
-"""`jnh operations get|wait`: memory:form operations (GET /v1/operations/{operationId}).
+"""`jnh operations list|get|wait`: memory:form operations (GET /v1/operations[/{id}]).
 
 `jnh agents memory form --async` answers with an operation instead of the
 receipt; these read it back. `wait` polls until the operation is done, then
@@ -12,7 +12,7 @@ from typing import Any
 
 import click
 
-from jennah.cli import render
+from jennah.cli import pages, render
 from jennah.cli.client import ApiClient, ApiError, local_failure, segment
 from jennah.cli.formation import FORM_TIMEOUT, RESEND_STATUSES, emit_receipt
 from jennah.cli.options import ClientOptions, client_options, client_options_with
@@ -104,7 +104,7 @@ def emit_operation(operation: dict[str, Any], output: str) -> None:
 
 @click.group(
     "operations",
-    short_help="memory:form operations: get, wait.",
+    short_help="memory:form operations: list, get, wait.",
     help="""memory:form operations. `jnh agents memory form --async` answers at once
     with an operation (operations/op_…) instead of waiting for the receipt; read
     it here. NAME is the operation's name, with or without "operations/".
@@ -113,12 +113,45 @@ def emit_operation(operation: dict[str, Any], output: str) -> None:
     \b
     Examples:
       jnh agents memory form support-bot --from-file turns.json --async
+      jnh operations list
       jnh operations get operations/op_0123456789abcdef0123456789abcdef
       jnh operations wait op_0123456789abcdef0123456789abcdef
     """,
 )
 def operations() -> None:
     """The `operations` group."""
+
+
+LIST_COLUMNS = ["name", "state", "agentInstanceId", "caller", "createTime", "updateTime"]
+
+
+@operations.command(
+    "list",
+    short_help="List the operations of the agent workspaces you reach, newest first.",
+    help="""List the memory:form operations of the agent workspaces you reach, newest
+    first (GET /v1/operations), every page of them; --page-size or --page-token asks
+    for one page. Needs agent.memory:form. -o json prints the operations as the API
+    answers them (each with its receipt or error once done).
+
+    \b
+    Examples:
+      jnh operations list
+      jnh operations list --page-size 20 -o name
+    """,
+)
+@pages.page_options
+@client_options
+def list_operations(page_size: int | None, page_token: str | None, opts: ClientOptions) -> None:
+    answer = pages.fetch(opts.client(), "/v1/operations", {}, "operations", page_size, page_token)
+    found = answer.get("operations", [])
+    if opts.output == "json":
+        render.emit_json(answer)
+    elif opts.output == "name":
+        render.emit_names([operation["name"] for operation in found])
+    else:
+        rows = [{"name": o["name"], **o.get("metadata", {})} for o in found]
+        render.emit_section("operations", LIST_COLUMNS, rows)
+    pages.note_next_page(answer, opts.output)
 
 
 @operations.command(

@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from jennah.cli import render
+from jennah.cli import pages, render
 from jennah.cli.client import segment
 from jennah.cli.options import ClientOptions, client_options
 
@@ -21,26 +21,33 @@ def _emit_scopes(answer: dict[str, Any], items: list[dict[str, Any]], output: st
         render.emit_names([s["scopeId"] for s in items])
     else:
         render.emit_section("scopes", SCOPE_COLUMNS, items)
+    pages.note_next_page(answer, output)
 
 
 @click.command(
     "list",
     help="""List the scopes you reach, agent workspaces and subject scopes, with their
-    kind and creation time (GET /v1/scopes). Scopes you do not reach are not listed.
+    kind and creation time (GET /v1/scopes), every page of them. Scopes you do not
+    reach are not listed. --page-size or --page-token asks for one page.
 
     \b
     Examples:
       jnh scopes list
       jnh scopes list --kind SUBJECT -o name
+      jnh scopes list --page-size 100          # then --page-token TOKEN for the next
     """,
 )
 @click.option(
     "--kind", type=click.Choice(["AGENT", "SUBJECT"], case_sensitive=False),
     help="Only scopes of this kind.",
 )  # fmt: skip
+@pages.page_options
 @client_options
-def list_scopes(kind: str | None, opts: ClientOptions) -> None:
-    answer = opts.client().get("/v1/scopes", {"kind": kind.upper()} if kind else {})
+def list_scopes(
+    kind: str | None, page_size: int | None, page_token: str | None, opts: ClientOptions
+) -> None:
+    params = {"kind": kind.upper()} if kind else {}
+    answer = pages.fetch(opts.client(), "/v1/scopes", params, "scopes", page_size, page_token)
     _emit_scopes(answer, answer.get("scopes", []), opts.output)
 
 
@@ -109,14 +116,16 @@ def stdin_is_interactive() -> bool:
 
 @click.command(
     "list",
-    help="""List the agent workspaces you reach (GET /v1/agents).
+    help="""List the agent workspaces you reach (GET /v1/agents), every page of them;
+    --page-size or --page-token asks for one page.
 
     \b
     Example:
       jnh agents list -o name
     """,
 )
+@pages.page_options
 @client_options
-def list_agents(opts: ClientOptions) -> None:
-    answer = opts.client().get("/v1/agents")
+def list_agents(page_size: int | None, page_token: str | None, opts: ClientOptions) -> None:
+    answer = pages.fetch(opts.client(), "/v1/agents", {}, "agents", page_size, page_token)
     _emit_scopes(answer, answer.get("agents", []), opts.output)

@@ -163,6 +163,25 @@ def selector_matches(selector: str, scope_id: str) -> bool:
     return re.fullmatch(regex, scope_id) is not None
 
 
+def selector_covers(own: str, granted: str) -> bool:
+    """Whether selector `own` reaches every scope id selector `granted` reaches.
+
+    Precisely: `own` matches `granted` read as a scope id in which each `*` is a
+    character that only a `*` of `own` can stand for (a literal of `own` never
+    matches it). So `*` covers every selector; `a.*` covers `a.b`, `a.b.*`, `a.*`
+    and `a.b*`, but not `a` nor `a*` (which reaches `ab`); `a.b.*` does not cover
+    `a.*`; an exact name covers only itself. Sound: when it says yes, every scope id
+    `granted` matches, `own` matches too (replace each `*` of `granted` by any run
+    of characters: the `*` of `own` that stood for it stands for that run).
+    """
+    return selector_matches(own, granted)
+
+
+def uncovered(own: tuple[str, ...] | list[str], granted: list[str]) -> list[str]:
+    """The selectors of `granted` that no single selector of `own` covers, in order."""
+    return [g for g in granted if not any(selector_covers(o, g) for o in own)]
+
+
 def grants_for(bindings: list[RoleBinding]) -> Grants:
     """Union of permissions and reach; root reaches every scope of its enterprise."""
     permissions: set[Permission] = set()

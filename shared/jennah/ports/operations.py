@@ -85,6 +85,15 @@ class OperationStore(Protocol):
         finish; a done one is unchanged. The operation as it now is; None when absent."""
         ...
 
+    def list_newest(
+        self, enterprise_id: str, limit: int, before: tuple[datetime, str] | None = None
+    ) -> list[FormationOperation]:
+        """Up to `limit` of the enterprise's operations, newest first: ordered by
+        create_time, then operation id, both descending; only those before
+        (create_time, operation id) `before` when given (a page). Expired operations
+        not yet deleted are listed."""
+        ...
+
     def sweep(self, now: datetime, limit: int = 500) -> int:
         """Delete up to `limit` operations whose expire_time <= now, in every enterprise;
         how many were deleted. (In Firestore production a TTL policy deletes them too.)"""

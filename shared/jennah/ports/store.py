@@ -90,8 +90,11 @@ class MemoryStore(Protocol):
         """The scope's registration, or None when it was never written or was destroyed."""
         ...
 
-    def list_scopes(self, enterprise_id: str) -> list[ScopeRecord]:
-        """Every registered scope of the enterprise, ordered by scope id."""
+    def list_scopes(
+        self, enterprise_id: str, after: str | None = None, limit: int | None = None
+    ) -> list[ScopeRecord]:
+        """The enterprise's registered scopes ordered by scope id: only those whose id
+        is after `after` when given, at most `limit` when given (a page)."""
         ...
 
     def destroy_scope(self, scope: ScopeRef) -> int:

@@ -1,10 +1,17 @@
 """Authentication, authorization and scope resolution: every route goes through here.
 
 Bearer credentials take three forms:
-- an API key, `jk_<keyId>_<secret>`: the caller is `api_key:<keyId>`, never its creator;
-- a development user credential, `ju_<principal, base64url>_<secret>` (local servers);
+- an API key, `jk_<keyId>_<secret>`: the caller is `api_key:<keyId>`, never its creator
+  (key ids are random and unique across enterprises, so the key names its enterprise);
+- a development user credential, `ju_<principal>.<enterpriseId>_<secret>`, both
+  base64url without padding (local servers). A principal is a user of each enterprise
+  separately, so the credential names the enterprise it is for. The earlier form
+  without the enterprise, `ju_<principal>_<secret>`, still works: the principal's
+  users in every enterprise are looked up and the one whose credential hash matches
+  the secret (256 random bits, so at most one) is the caller;
 - a Google-signed ID token (production), verified by an `IdTokenVerifier`; the
-  caller is `user:<email>`, which must be a user of an enterprise.
+  caller is `user:<email>` in the one enterprise it is a user of, or, when it is a
+  user of several, in the one the request names (`enterprise`; refused otherwise).
 
 A request naming a scope needs reach over it (checked first) and the permission.
 Without reach it is answered exactly as though the scope did not exist.
@@ -59,9 +66,22 @@ def api_key_token(key_id: str, secret: str) -> str:
     return f"{API_KEY_PREFIX}{key_id}_{secret}"
 
 
-def user_token(principal: str, secret: str) -> str:
-    encoded = base64.urlsafe_b64encode(principal.encode("utf-8")).decode("ascii").rstrip("=")
-    return f"{USER_TOKEN_PREFIX}{encoded}_{secret}"
+def user_token(enterprise_id: str, principal: str, secret: str) -> str:
+    """The development credential of a user of one enterprise (see the module doc)."""
+    return f"{USER_TOKEN_PREFIX}{_b64(principal)}.{_b64(enterprise_id)}_{secret}"
+
+
+def _b64(text: str) -> str:
+    return base64.urlsafe_b64encode(text.encode("utf-8")).decode("ascii").rstrip("=")
+
+
+def _unb64(encoded: str) -> str:
+    """The text; "" when `encoded` is not base64url of UTF-8."""
+    try:
+        padded = encoded + "=" * (-len(encoded) % 4)
+        return base64.urlsafe_b64decode(padded.encode("ascii")).decode("utf-8")
+    except (binascii.Error, UnicodeError, ValueError):
+        return ""
 
 
 def new_secret() -> str:
@@ -95,8 +115,11 @@ class Access:
 
     # authentication
 
-    def authenticate(self, authorization: str | None) -> Caller:
-        """The caller an Authorization header proves; Unauthenticated otherwise."""
+    def authenticate(self, authorization: str | None, enterprise: str | None = None) -> Caller:
+        """The caller an Authorization header proves; Unauthenticated otherwise.
+
+        `enterprise` names the enterprise a Google ID token acts in when its user
+        belongs to several (credentials of the other forms name their own)."""
         if not authorization or not authorization.strip():
             raise Unauthenticated(f"the request has no credential; {_BEARER_HINT}")
         scheme, _, token = authorization.strip().partition(" ")
@@ -110,7 +133,7 @@ class Access:
         if token.startswith(USER_TOKEN_PREFIX):
             return self._user_caller(token)
         if self._verifier is not None:
-            return self._id_token_caller(token)
+            return self._id_token_caller(token, enterprise)
         raise Unauthenticated("the bearer credential is not valid")
 
     def _api_key_caller(self, token: str) -> Caller:
@@ -125,24 +148,36 @@ class Access:
         return Caller(enterprise_id=key.enterprise_id, principal=key.principal)
 
     def _user_caller(self, token: str) -> Caller:
-        encoded, _, secret = token[len(USER_TOKEN_PREFIX) :].partition("_")
-        try:
-            padded = encoded + "=" * (-len(encoded) % 4)
-            principal = base64.urlsafe_b64decode(padded.encode("ascii")).decode("utf-8")
-        except (binascii.Error, UnicodeError, ValueError):
-            principal = ""
-        user = self._identity.get_user(principal) if principal and secret else None
-        if user is None or not _same(secret, user.token_hash):
+        names, _, secret = token[len(USER_TOKEN_PREFIX) :].rpartition("_")
+        encoded_principal, dot, encoded_enterprise = names.partition(".")
+        principal, enterprise = _unb64(encoded_principal), _unb64(encoded_enterprise)
+        if not principal or not secret or (dot and not enterprise):
             raise Unauthenticated("the bearer credential is not valid")
-        return Caller(enterprise_id=user.enterprise_id, principal=user.principal)
+        if dot:
+            found = self._identity.get_user(enterprise, principal)
+            candidates = [] if found is None else [found]
+        else:  # the earlier form, without the enterprise
+            candidates = self._identity.find_users(principal)
+        matching = [user for user in candidates if _same(secret, user.token_hash)]
+        if len(matching) != 1:
+            raise Unauthenticated("the bearer credential is not valid")
+        return Caller(enterprise_id=matching[0].enterprise_id, principal=principal)
 
-    def _id_token_caller(self, token: str) -> Caller:
+    def _id_token_caller(self, token: str, enterprise: str | None) -> Caller:
         assert self._verifier is not None
-        email = self._verifier.verify(token)
-        user = self._identity.get_user(f"user:{email}")
-        if user is None:
-            raise Unauthenticated(f"user:{email} is not a user of any enterprise")
-        return Caller(enterprise_id=user.enterprise_id, principal=user.principal)
+        principal = f"user:{self._verifier.verify(token)}"
+        users = self._identity.find_users(principal)
+        if enterprise is not None:
+            users = [user for user in users if user.enterprise_id == enterprise]
+        if not users:
+            where = "any enterprise" if enterprise is None else f"enterprise {enterprise!r}"
+            raise Unauthenticated(f"{principal} is not a user of {where}")
+        if len(users) > 1:
+            raise Unauthenticated(
+                f"{principal} is a user of several enterprises; name the one to act in",
+                reason="ENTERPRISE_AMBIGUOUS",
+            )
+        return Caller(enterprise_id=users[0].enterprise_id, principal=principal)
 
     # authorization
 
@@ -213,19 +248,23 @@ class Access:
 def create_enterprise(
     identity: IdentityStore, enterprise_id: str, root_principal: str, now: datetime
 ) -> str:
-    """Create an enterprise with a root user; returns the root's development credential."""
+    """Create an enterprise with its root user and the user's root binding, all or nothing
+    (AlreadyExists, nothing written, when the id is taken); returns the root's
+    development credential."""
     rules.validate_identifier(enterprise_id, "enterprise")
-    identity.create_enterprise(Enterprise(enterprise_id=enterprise_id, created_at=now))
     secret = new_secret()
-    identity.put_user(
-        User(
-            enterprise_id=enterprise_id,
-            principal=root_principal,
-            token_hash=hash_secret(secret),
-            created_at=now,
-        )
+    identity.create_enterprise(
+        Enterprise(enterprise_id=enterprise_id, created_at=now),
+        users=[
+            User(
+                enterprise_id=enterprise_id,
+                principal=root_principal,
+                token_hash=hash_secret(secret),
+                created_at=now,
+            )
+        ],
+        bindings=[
+            RoleBinding(enterprise_id=enterprise_id, principal=root_principal, role=Role.ROOT)
+        ],
     )
-    identity.put_binding(
-        RoleBinding(enterprise_id=enterprise_id, principal=root_principal, role=Role.ROOT)
-    )
-    return user_token(root_principal, secret)
+    return user_token(enterprise_id, root_principal, secret)

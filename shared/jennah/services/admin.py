@@ -3,9 +3,12 @@
 The entrypoint has already authenticated the caller and checked the route's
 permission (`Access.require`, or `Access.open_scope` on a route naming a
 scope). These use cases add the rules that depend on the request: only a root
-grants or revokes `root`; principals, roles and selectors are well formed
+grants or revokes `root`; nobody grants reach wider than its own (each selector of a
+new binding or key is covered by one of the granter's: `access.selector_covers`);
+principals, roles and selectors are well formed
 (each error names its field); every read and write stays inside the caller's
-enterprise, and a principal of another enterprise is never touched.
+enterprise: a principal is a user of each enterprise separately, so another
+enterprise's user of the same name is neither seen nor touched.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ from jennah.domain.access import (
     User,
     grants_for,
     reaches,
+    uncovered,
     validate_selector,
 )
 from jennah.domain.models import CommitPlan, ScopeRecord, ScopeRef
@@ -54,6 +58,7 @@ from jennah.services.access import (
     new_secret,
     user_token,
 )
+from jennah.services.paging import Key, Page, Paging, fill, page_request
 
 USER_PRINCIPAL = re.compile(r"^user:[A-Za-z0-9._%+@\-]{1,254}$")
 API_KEY_PRINCIPAL = re.compile(r"^api_key:([A-Za-z0-9\-]{1,64})$")
@@ -121,6 +126,16 @@ def validate_principal(principal: str, field: str) -> str:
     )
 
 
+def validate_user_principal(principal: str, field: str) -> str:
+    """`user:<id>`."""
+    if not USER_PRINCIPAL.match(principal):
+        raise InvalidArgument(
+            f"{field} {principal[:80]!r} must be user:<id> (letters, digits and '._%+@-')",
+            field=field,
+        )
+    return principal
+
+
 def parse_role(name: str, field: str = "role") -> Role:
     try:
         return Role(name)
@@ -173,6 +188,27 @@ def _require_root_for(identity: IdentityStore, caller: Caller, role: Role) -> No
         )
 
 
+def _require_covered(
+    identity: IdentityStore, caller: Caller, agents: list[str], subjects: list[str]
+) -> None:
+    """Nobody grants reach wider than its own (a root reaches everything): each selector
+    granted must be covered by one of the caller's own (`access.selector_covers`)."""
+    own = grants_for(identity.list_bindings(caller.enterprise_id, caller.principal))
+    for field, own_selectors, granted in (
+        ("agentSelectors", own.agent_selectors, agents),
+        ("subjectSelectors", own.subject_selectors, subjects),
+    ):
+        wider = uncovered(own_selectors, granted)
+        if wider:
+            index = granted.index(wider[0])
+            raise PermissionDenied(
+                f"{field}[{index}] {wider[0]!r} reaches scopes that {caller.principal} does "
+                "not reach; grant only selectors your own selectors cover",
+                reason="SELECTOR_NOT_COVERED",
+                metadata={"selector": wider[0], "field": f"{field}[{index}]"},
+            )
+
+
 def is_root(identity: IdentityStore, caller: Caller) -> bool:
     bindings = identity.list_bindings(caller.enterprise_id, caller.principal)
     return any(b.role is Role.ROOT for b in bindings)
@@ -198,6 +234,7 @@ def create_api_key(
     )
     expire_time = _expiry(spec, now)
     _require_root_for(identity, caller, role)
+    _require_covered(identity, caller, *binding_spec)
     key_id = _new_key_id(identity)
     secret = new_secret()
     key = ApiKey(
@@ -239,17 +276,33 @@ def key_state(key: ApiKey, now: datetime) -> KeyState:
     return "ACTIVE"
 
 
-def list_api_keys(identity: IdentityStore, caller: Caller, now: datetime) -> list[KeyView]:
-    """The caller's enterprise's keys, revoked and expired ones included, by key id."""
-    bindings = identity.list_bindings(caller.enterprise_id)
-    by_principal: dict[str, list[RoleBinding]] = {}
-    for binding in bindings:
-        by_principal.setdefault(binding.principal, []).append(binding)
-    return [
-        KeyView(key=key, bindings=tuple(by_principal.get(key.principal, [])),
+def list_api_keys(
+    identity: IdentityStore, caller: Caller, now: datetime, paging: Paging
+) -> Page[KeyView]:
+    """A page of the caller's enterprise's keys, revoked and expired ones included, by
+    key id, each with its bindings."""
+    enterprise_id = caller.enterprise_id
+    request = page_request("apiKeys", _bound_to(caller), paging)
+    page = fill(
+        request,
+        lambda after, limit: identity.list_api_keys(enterprise_id, _first(after), limit),
+        key=lambda key: (key.key_id,),
+    )
+    views = [
+        KeyView(key=key, bindings=tuple(identity.list_bindings(enterprise_id, key.principal)),
                 state=key_state(key, now))
-        for key in identity.list_api_keys(caller.enterprise_id)
+        for key in page.items
     ]  # fmt: skip
+    return Page(views, page.next_page_token)
+
+
+def _bound_to(caller: Caller, **filters: str | None) -> dict[str, str | None]:
+    """What a list's page tokens are bound to: the caller, and the request's filters."""
+    return {"enterprise": caller.enterprise_id, "principal": caller.principal, **filters}
+
+
+def _first(after: Key | None) -> str | None:
+    return None if after is None else after[0]
 
 
 def revoke_api_key(identity: IdentityStore, caller: Caller, key_id: str, now: datetime) -> KeyView:
@@ -281,6 +334,7 @@ def grant_role(
         subject_selectors=validate_selectors(spec.subject_selectors, "subjectSelectors"),
     )
     _require_root_for(identity, caller, role)
+    _require_covered(identity, caller, binding.agent_selectors, binding.subject_selectors)
     _ensure_principal(identity, caller, principal, now)
     identity.put_binding(binding)
     return binding
@@ -297,34 +351,23 @@ def _ensure_principal(
                 f"principal {principal!r}: no such API key", metadata={"principal": principal}
             )
         return
-    user = identity.get_user(principal)
-    if user is None:
+    if identity.get_user(caller.enterprise_id, principal) is None:
         identity.put_user(User(enterprise_id=caller.enterprise_id, principal=principal,
                                created_at=now))  # fmt: skip
-    elif user.enterprise_id != caller.enterprise_id:
-        raise _other_enterprise(principal)
-
-
-def _other_enterprise(principal: str) -> FailedPrecondition:
-    return FailedPrecondition(
-        f"{principal} is a user of another enterprise; a user belongs to one enterprise",
-        reason="PRINCIPAL_IN_OTHER_ENTERPRISE",
-        field="principal",
-    )
 
 
 def revoke_role(identity: IdentityStore, caller: Caller, principal: str, role_name: str) -> None:
-    """Remove a principal's binding of one role; the enterprise keeps at least one root."""
+    """Remove a principal's binding of one role; the enterprise keeps at least one root
+    that can manage it (`managing_roots`)."""
     validate_principal(principal, "principal")
     role = parse_role(role_name)
     _require_root_for(identity, caller, role)
-    if role is Role.ROOT:
-        roots = [b for b in identity.list_bindings(caller.enterprise_id) if b.role is Role.ROOT]
-        if [b.principal for b in roots] == [principal]:
-            raise FailedPrecondition(
-                f"{principal} is the enterprise's last root; grant root to another user first",
-                reason="LAST_ROOT",
-            )
+    if role is Role.ROOT and managing_roots(identity, caller.enterprise_id) == {principal}:
+        raise FailedPrecondition(
+            f"{principal} is the enterprise's last root user; grant root to another user "
+            "first (a root API key cannot manage the enterprise)",
+            reason="LAST_ROOT",
+        )
     if not identity.delete_binding(caller.enterprise_id, principal, role):
         raise NotFound(
             f"{principal} has no {role.value} binding",
@@ -332,12 +375,31 @@ def revoke_role(identity: IdentityStore, caller: Caller, principal: str, role_na
         )
 
 
+def managing_roots(identity: IdentityStore, enterprise_id: str) -> set[str]:
+    """The enterprise's root users that can still manage it: users (an API key can never
+    use a management permission, revoked or not) that exist in the enterprise."""
+    bound = {
+        b.principal
+        for b in identity.list_bindings(enterprise_id)
+        if b.role is Role.ROOT and b.principal.startswith("user:")
+    }
+    return {p for p in bound if identity.get_user(enterprise_id, p) is not None}
+
+
 def list_role_bindings(
-    identity: IdentityStore, caller: Caller, principal: str | None
-) -> list[RoleBinding]:
+    identity: IdentityStore, caller: Caller, principal: str | None, paging: Paging
+) -> Page[RoleBinding]:
+    """A page of the enterprise's bindings (of one principal when given), by principal
+    and role."""
     if principal is not None:
         validate_principal(principal, "principal")
-    return identity.list_bindings(caller.enterprise_id, principal)
+    request = page_request("roleBindings", _bound_to(caller, of=principal), paging, key_length=2)
+
+    def fetch(after: Key | None, limit: int) -> list[RoleBinding]:
+        start = None if after is None else (after[0], after[1])
+        return identity.list_bindings(caller.enterprise_id, principal, start, limit)
+
+    return fill(request, fetch, key=lambda b: (b.principal, b.role.value))
 
 
 def create_user(
@@ -345,12 +407,8 @@ def create_user(
 ) -> tuple[User, str]:
     """A new user of the caller's enterprise with a development credential (returned once).
     It has no role until one is granted."""
-    if not USER_PRINCIPAL.match(principal):
-        raise InvalidArgument(
-            f"principal {principal[:80]!r} must be user:<id> (letters, digits and '._%+@-')",
-            field="principal",
-        )
-    if identity.get_user(principal) is not None:
+    validate_user_principal(principal, "principal")
+    if identity.get_user(caller.enterprise_id, principal) is not None:
         raise AlreadyExists(f"{principal} already exists", metadata={"principal": principal})
     secret = new_secret()
     user = User(
@@ -360,7 +418,7 @@ def create_user(
         created_at=now,
     )
     identity.put_user(user)
-    return user, user_token(principal, secret)
+    return user, user_token(caller.enterprise_id, principal, secret)
 
 
 def describe_caller(identity: IdentityStore, caller: Caller) -> CallerView:
@@ -378,16 +436,25 @@ def describe_caller(identity: IdentityStore, caller: Caller) -> CallerView:
 
 
 def list_scopes(
-    access: Access, store: MemoryStore, caller: Caller, kind: ScopeKind | None
-) -> list[ScopeRecord]:
-    """The enterprise's scopes the caller reaches (of one kind when given), by id."""
+    access: Access, store: MemoryStore, caller: Caller, kind: ScopeKind | None, paging: Paging
+) -> Page[ScopeRecord]:
+    """A page of the enterprise's scopes the caller reaches (of one kind when given),
+    by id."""
     grants = access.grants(caller)
-    return [
-        record
-        for record in store.list_scopes(caller.enterprise_id)
-        if (kind is None or record.kind == kind.value)
-        and reaches(grants, ScopeKind(record.kind), record.scope.scope_id)
-    ]
+    kind_name = None if kind is None else kind.value
+    request = page_request("scopes", _bound_to(caller, kind=kind_name), paging)
+
+    def keep(record: ScopeRecord) -> bool:
+        return (kind is None or record.kind == kind.value) and reaches(
+            grants, ScopeKind(record.kind), record.scope.scope_id
+        )
+
+    return fill(
+        request,
+        lambda after, limit: store.list_scopes(caller.enterprise_id, _first(after), limit),
+        key=lambda record: (record.scope.scope_id,),
+        keep=keep,
+    )
 
 
 def create_scope(

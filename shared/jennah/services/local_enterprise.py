@@ -15,13 +15,8 @@ from jennah.domain.billing import EnterpriseBilling, Plan
 from jennah.errors import AlreadyExists, JennahError
 from jennah.ports.identity import IdentityStore
 from jennah.ports.ledger import UsageLedger
-from jennah.services.access import (
-    Access,
-    create_enterprise,
-    hash_secret,
-    new_secret,
-    user_token,
-)
+from jennah.services.access import Access, hash_secret, new_secret, user_token
+from jennah.services.enterprises import create_enterprise
 
 # The local enterprise is on the Enterprise plan (input cap 100,000 tokens, 25,000
 # formation units a month): the embedded default is for development.
@@ -59,10 +54,9 @@ def ensure_local_root(
     if enterprise is not None:
         return LocalRoot(_rotate_root(identity, now), rotated=True)
     try:
-        token = create_enterprise(identity, LOCAL_ENTERPRISE_ID, ROOT_PRINCIPAL, now)
+        token = create_enterprise(identity, ledger, ROOT_PRINCIPAL, LOCAL_BILLING, now)
     except AlreadyExists:  # another process created it first: take a credential of our own
         return LocalRoot(_rotate_root(identity, now), rotated=True)
-    ledger.put_billing(LOCAL_BILLING)
     return LocalRoot(token, created_enterprise=True)
 
 
@@ -77,7 +71,7 @@ def _works(access: Access, token: str) -> bool:
 def _rotate_root(identity: IdentityStore, now: datetime) -> str:
     """A new development credential for the local root user (its bindings stay as they are)."""
     secret = new_secret()
-    known = identity.get_user(ROOT_PRINCIPAL)
+    known = identity.get_user(LOCAL_ENTERPRISE_ID, ROOT_PRINCIPAL)
     identity.put_user(
         User(
             enterprise_id=LOCAL_ENTERPRISE_ID,
@@ -86,4 +80,4 @@ def _rotate_root(identity: IdentityStore, now: datetime) -> str:
             created_at=known.created_at if known is not None else now,
         )
     )
-    return user_token(ROOT_PRINCIPAL, secret)
+    return user_token(LOCAL_ENTERPRISE_ID, ROOT_PRINCIPAL, secret)

@@ -11,8 +11,14 @@ and two enterprise-free lookups, so authentication resolves a credential id
 without knowing its enterprise, each written in the same batch as the document
 it indexes:
 
-    userIndex/{principal}  -> {enterpriseId}
-    apiKeyIndex/{keyId}    -> {enterpriseId}
+    userIndex/{principal}/memberships/{enterpriseId} -> {enterpriseId}
+    apiKeyIndex/{keyId}                              -> {enterpriseId}
+
+A principal is a user of each enterprise separately (in production the same
+e-mail address may be a user of several), so its index lists every enterprise
+it is a user of and claims nothing. Earlier builds wrote `userIndex/{principal}`
+-> {enterpriseId}, one enterprise per principal; `find_users` still reads that
+document, so users written then are found without a migration.
 
 Ids are encoded by `documents.document_id`. Every other read and write goes
 through one enterprise's subcollections, so nothing can reach across tenants.
@@ -22,6 +28,7 @@ last-update time), so each call has its own timeout.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
@@ -38,10 +45,12 @@ USERS = "users"
 API_KEYS = "apiKeys"
 ROLE_BINDINGS = "roleBindings"
 USER_INDEX = "userIndex"
+MEMBERSHIPS = "memberships"  # under userIndex/{principal}: one document per enterprise
 API_KEY_INDEX = "apiKeyIndex"
 
 # Rounds of read-then-conditional-write before a contended write gives up.
 _CONDITIONAL_WRITE_ROUNDS = 5
+_BATCH_WRITES = 500  # Firestore's limit on the writes of one batch
 
 
 class FirestoreIdentityStore:
@@ -57,15 +66,55 @@ class FirestoreIdentityStore:
 
     # enterprises
 
-    def create_enterprise(self, enterprise: Enterprise) -> None:
-        ref = self._enterprise(enterprise.enterprise_id)
+    def create_enterprise(
+        self,
+        enterprise: Enterprise,
+        users: Sequence[User] = (),
+        bindings: Sequence[RoleBinding] = (),
+    ) -> None:
+        """One batch: the enterprise document (created: the precondition that fails the
+        whole batch when the id is taken), its users with their lookups, its bindings."""
+        batch = self._client.batch()
+        batch.create(self._enterprise(enterprise.enterprise_id), to_fields(enterprise))
+        for user in users:
+            self._write_user(batch, user)
+        for binding in bindings:
+            batch.set(
+                self._binding(binding.enterprise_id, binding.principal, binding.role),
+                to_fields(binding),
+            )
         with self._calls.mapped("create enterprise"):
             try:
-                ref.create(to_fields(enterprise), **self._calls.once)
+                batch.commit(**self._calls.once)
             except google_errors.AlreadyExists as exc:
                 raise AlreadyExists(
                     f"enterprise {enterprise.enterprise_id!r} already exists", field="enterprise"
                 ) from exc
+
+    def delete_enterprise(self, enterprise_id: str) -> None:
+        """Batches of deletes: the enterprise's users (and their lookups), keys (and
+        theirs) and bindings, then the enterprise document last, so a failure part way
+        leaves it to delete again."""
+        enterprise = self._enterprise(enterprise_id)
+        refs: list[Any] = []
+        for fields in self._query(enterprise.collection(USERS), "list users"):
+            principal = str(fields["principal"])
+            refs.append(self._user(enterprise_id, principal))
+            refs.append(self._membership(principal, enterprise_id))
+        for fields in self._query(enterprise.collection(API_KEYS), "list API keys"):
+            key_id = str(fields["keyId"])
+            refs.append(self._api_key(enterprise_id, key_id))
+            refs.append(self._index(API_KEY_INDEX, key_id, "keyId"))
+        for fields in self._query(enterprise.collection(ROLE_BINDINGS), "list role bindings"):
+            binding = from_fields(RoleBinding, fields)
+            refs.append(self._binding(enterprise_id, binding.principal, binding.role))
+        refs.append(enterprise)
+        with self._calls.mapped("delete enterprise"):
+            for start in range(0, len(refs), _BATCH_WRITES):
+                batch = self._client.batch()
+                for ref in refs[start : start + _BATCH_WRITES]:
+                    batch.delete(ref)
+                batch.commit(**self._calls.idempotent)  # deleting twice is harmless
 
     def get_enterprise(self, enterprise_id: str) -> Enterprise | None:
         fields = self._read(self._enterprise(enterprise_id), "read enterprise")
@@ -74,35 +123,26 @@ class FirestoreIdentityStore:
     # users
 
     def put_user(self, user: User) -> None:
-        """Create or replace; AlreadyExists when the principal belongs to another enterprise."""
-        index = self._index(USER_INDEX, user.principal, "principal")
-        ref = self._enterprise(user.enterprise_id).collection(USERS)
-        user_ref = ref.document(document_id(user.principal, "principal"))
-        for _ in range(_CONDITIONAL_WRITE_ROUNDS):
-            owner = self._owner(index, "read user index")
-            if owner is not None and owner != user.enterprise_id:
-                raise _principal_taken(user.principal)
-            batch = self._client.batch()
-            batch.set(user_ref, to_fields(user))
-            if owner is None:  # first write: claim the principal in the same batch
-                batch.create(index, {"enterpriseId": user.enterprise_id})
-            with self._calls.mapped("write user"):
-                try:
-                    batch.commit(**(self._calls.once if owner is None else self._calls.idempotent))
-                    return
-                except google_errors.AlreadyExists:
-                    continue  # claimed meanwhile: read the owner again
-        raise _contended("write user")
+        """Create or replace the user and list its enterprise in its principal's index,
+        in one batch."""
+        batch = self._client.batch()
+        self._write_user(batch, user)
+        with self._calls.mapped("write user"):
+            batch.commit(**self._calls.idempotent)
 
-    def get_user(self, principal: str) -> User | None:
-        owner = self._owner(self._index(USER_INDEX, principal, "principal"), "read user index")
-        if owner is None:
-            return None
-        ref = (
-            self._enterprise(owner).collection(USERS).document(document_id(principal, "principal"))
-        )
-        fields = self._read(ref, "read user")
+    def get_user(self, enterprise_id: str, principal: str) -> User | None:
+        fields = self._read(self._user(enterprise_id, principal), "read user")
         return None if fields is None else from_fields(User, fields)
+
+    def find_users(self, principal: str) -> list[User]:
+        index = self._user_index(principal)
+        listed = self._query(index.collection(MEMBERSHIPS), "read user index")
+        enterprises = {str(fields["enterpriseId"]) for fields in listed}
+        earlier = self._owner(index, "read user index")  # the one-enterprise index
+        if earlier is not None:
+            enterprises.add(earlier)
+        users = (self.get_user(enterprise_id, principal) for enterprise_id in sorted(enterprises))
+        return [user for user in users if user is not None]
 
     # API keys
 
@@ -126,10 +166,15 @@ class FirestoreIdentityStore:
         fields = self._read(self._api_key(owner, key_id), "read API key")
         return None if fields is None else from_fields(ApiKey, fields)
 
-    def list_api_keys(self, enterprise_id: str) -> list[ApiKey]:
-        query = self._enterprise(enterprise_id).collection(API_KEYS)
-        keys = [from_fields(ApiKey, fields) for fields in self._query(query, "list API keys")]
-        return sorted(keys, key=lambda key: key.key_id)
+    def list_api_keys(
+        self, enterprise_id: str, after: str | None = None, limit: int | None = None
+    ) -> list[ApiKey]:
+        query = self._enterprise(enterprise_id).collection(API_KEYS).order_by("keyId")
+        if after is not None:
+            query = query.start_after({"keyId": after})
+        if limit is not None:
+            query = query.limit(limit)
+        return [from_fields(ApiKey, fields) for fields in self._query(query, "list API keys")]
 
     def revoke_api_key(self, enterprise_id: str, key_id: str, at: datetime) -> ApiKey | None:
         """Set revoked_at (kept if already set); None when the enterprise has no such key.
@@ -175,20 +220,58 @@ class FirestoreIdentityStore:
                 return False
         return True
 
-    def list_bindings(self, enterprise_id: str, principal: str | None = None) -> list[RoleBinding]:
+    def list_bindings(
+        self,
+        enterprise_id: str,
+        principal: str | None = None,
+        after: tuple[str, str] | None = None,
+        limit: int | None = None,
+    ) -> list[RoleBinding]:
+        """Ordered by the `principal` and `role` fields (the composite index of
+        infra/firestore.tf), which Firestore compares as UTF-8 bytes, as Python and
+        SQLite compare these strings."""
         query = self._enterprise(enterprise_id).collection(ROLE_BINDINGS)
         if principal is not None:
             query = query.where(filter=FieldFilter("principal", "==", principal))
-        bindings = [
+        query = query.order_by("principal").order_by("role")
+        if after is not None:
+            query = query.start_after({"principal": after[0], "role": after[1]})
+        if limit is not None:
+            query = query.limit(limit)
+        return [
             from_fields(RoleBinding, fields) for fields in self._query(query, "list role bindings")
         ]
-        return sorted(bindings, key=lambda b: (b.principal, b.role.value))
 
     # documents
 
     def _enterprise(self, enterprise_id: str) -> Any:
         return self._client.collection(ENTERPRISES).document(
             document_id(enterprise_id, "enterprise")
+        )
+
+    def _user(self, enterprise_id: str, principal: str) -> Any:
+        return (
+            self._enterprise(enterprise_id)
+            .collection(USERS)
+            .document(document_id(principal, "principal"))
+        )
+
+    def _user_index(self, principal: str) -> Any:
+        return self._index(USER_INDEX, principal, "principal")
+
+    def _membership(self, principal: str, enterprise_id: str) -> Any:
+        return (
+            self._user_index(principal)
+            .collection(MEMBERSHIPS)
+            .document(document_id(enterprise_id, "enterprise"))
+        )
+
+    def _write_user(self, batch: Any, user: User) -> None:
+        """The user's document and its entry in its principal's index."""
+        batch.set(self._user(user.enterprise_id, user.principal), to_fields(user))
+        batch.set(
+            self._membership(user.principal, user.enterprise_id),
+            {"enterpriseId": user.enterprise_id},
         )
 
     def _api_key(self, enterprise_id: str, key_id: str) -> Any:
@@ -219,10 +302,6 @@ class FirestoreIdentityStore:
     def _query(self, query: Any, what: str) -> list[dict[str, Any]]:
         with self._calls.mapped(what):
             return [snapshot.to_dict() for snapshot in query.get(**self._calls.idempotent)]
-
-
-def _principal_taken(principal: str) -> AlreadyExists:
-    return AlreadyExists(f"{principal} is already a user of another enterprise", field="principal")
 
 
 def _contended(what: str) -> Aborted:

@@ -29,6 +29,7 @@ from typing import Any, TypeVar
 from google.api_core import exceptions as google_errors
 from google.cloud.firestore_v1.base_query import FieldFilter
 from google.cloud.firestore_v1.field_path import FieldPath
+from google.cloud.firestore_v1.query import Query
 
 from jennah.adapters.firestore.calls import DEFAULT_TIMEOUT_SECONDS, CallBounds
 from jennah.adapters.firestore.documents import document_id, from_fields, to_fields
@@ -137,6 +138,25 @@ class FirestoreOperationStore:
             "cancel operation",
             lambda operation: after_cancel(operation, now),
         )
+
+    def list_newest(
+        self, enterprise_id: str, limit: int, before: tuple[datetime, str] | None = None
+    ) -> list[FormationOperation]:
+        """Ordered by `createTime`, then the document id (the operation id), both
+        descending: the automatic single-field index on createTime serves it."""
+        query = (
+            self._enterprise(enterprise_id)
+            .collection(OPERATIONS)
+            .order_by("createTime", direction=Query.DESCENDING)
+            .order_by(FieldPath.document_id(), direction=Query.DESCENDING)
+        )
+        if before is not None:
+            query = query.start_after(
+                {"createTime": before[0], "__name__": document_id(before[1], "operationId")}
+            )
+        with self._calls.mapped("list operations"):
+            found = query.limit(limit).get(**self._calls.idempotent)
+        return [from_fields(FormationOperation, snapshot.to_dict()) for snapshot in found]
 
     def sweep(self, now: datetime, limit: int = 500) -> int:
         query = (

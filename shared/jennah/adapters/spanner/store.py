@@ -179,14 +179,19 @@ class SpannerStore:
         rows = self._read("scopes", SCOPE_COLUMNS, scope, [()])
         return _scope_record(scope, rows[0]) if rows else None
 
-    def list_scopes(self, enterprise_id: str) -> list[ScopeRecord]:
+    def list_scopes(
+        self, enterprise_id: str, after: str | None = None, limit: int | None = None
+    ) -> list[ScopeRecord]:
         query = _Query()
         query.where(
             f"enterprise_id = {query.bind('enterprise_id', enterprise_id, param_types.STRING)}"
         )
+        if after is not None:
+            query.where(f"scope_id > {query.bind('after', after, param_types.STRING)}")
+        page = "" if limit is None else f" LIMIT {query.bind('limit', limit, param_types.INT64)}"
         sql = (
             f"SELECT scope_id, {_select(SCOPE_COLUMNS)} FROM scopes"
-            f" WHERE {query.conditions()} ORDER BY scope_id"
+            f" WHERE {query.conditions()} ORDER BY scope_id{page}"
         )
         return [
             _scope_record(ScopeRef(enterprise_id=enterprise_id, scope_id=row[0]), row[1:])

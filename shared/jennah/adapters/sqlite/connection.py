@@ -8,7 +8,7 @@ the adapter uses `pysqlite3` (its own SQLite build, extension loading on).
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -115,17 +115,27 @@ class ControlFile:
 
     Writes are serialized by a lock, each in one BEGIN IMMEDIATE transaction;
     reads never block the writer (WAL). `ddl` (statements separated by ";") is
-    run in one transaction on open, so it must be idempotent (IF NOT EXISTS).
-    `store` names the store in its errors.
+    run in one transaction on open, so it must be idempotent (IF NOT EXISTS);
+    `upgrade`, when given, runs first in that transaction, to bring tables an
+    older build created up to date (it must recognize them, as another process
+    may have upgraded them already). `store` names the store in its errors.
     """
 
-    def __init__(self, path: str | Path, store: str, ddl: str = "") -> None:
+    def __init__(
+        self,
+        path: str | Path,
+        store: str,
+        ddl: str = "",
+        upgrade: Callable[[Connection], None] | None = None,
+    ) -> None:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._store = store
         self._writer = open_connection(self.path)
         self._write_lock = threading.Lock()
         with self.transaction() as conn:
+            if upgrade is not None:
+                upgrade(conn)
             for statement in ddl.split(";"):
                 if statement.strip():
                     conn.execute(statement)

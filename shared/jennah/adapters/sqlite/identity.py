@@ -6,6 +6,12 @@ as the memory store, created idempotently on open. Timestamps are INTEGER
 microseconds since the Unix epoch (UTC; a naive datetime is taken to be UTC),
 so they round-trip exactly. Selectors are JSON arrays.
 
+Users are keyed by (enterprise_id, principal), and indexed by principal for
+`find_users`. Files an older build wrote keyed them by principal alone (a
+principal could be a user of one enterprise only); opening such a file rebuilds
+the table in place, every row kept, in the transaction that creates the tables
+(the table's own key says which shape it has, so the upgrade runs once).
+
 Thread-safe: writes go through one connection under a lock, each in a
 BEGIN IMMEDIATE transaction; reads use pooled connections (WAL: readers never
 block the writer, and the busy timeout covers other processes' writes).
@@ -14,6 +20,7 @@ block the writer, and the busy timeout covers other processes' writes).
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -24,21 +31,26 @@ from jennah.domain.access import ApiKey, Enterprise, Role, RoleBinding, User
 from jennah.errors import AlreadyExists
 
 if TYPE_CHECKING:
-    from sqlite3 import Row
+    from sqlite3 import Connection, Row
 
-_TABLES = """
+_USERS = """
+CREATE TABLE IF NOT EXISTS users (
+  enterprise_id TEXT NOT NULL,
+  principal TEXT NOT NULL,
+  token_hash TEXT,
+  created_at INTEGER,
+  PRIMARY KEY (enterprise_id, principal)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS users_by_principal ON users (principal, enterprise_id)
+"""
+
+_TABLES = f"""
 CREATE TABLE IF NOT EXISTS enterprises (
   enterprise_id TEXT NOT NULL PRIMARY KEY,
   display_name TEXT NOT NULL,
   created_at INTEGER
 ) WITHOUT ROWID;
-
-CREATE TABLE IF NOT EXISTS users (
-  principal TEXT NOT NULL PRIMARY KEY,
-  enterprise_id TEXT NOT NULL,
-  token_hash TEXT,
-  created_at INTEGER
-) WITHOUT ROWID;
+{_USERS};
 
 CREATE TABLE IF NOT EXISTS api_keys (
   key_id TEXT NOT NULL PRIMARY KEY,
@@ -62,6 +74,7 @@ CREATE TABLE IF NOT EXISTS role_bindings (
 ) WITHOUT ROWID
 """
 
+_USER_COLUMNS = "enterprise_id, principal, token_hash, created_at"
 _API_KEY_COLUMNS = (
     "key_id, enterprise_id, secret_hash, display_name, created_by, created_at, "
     "expire_time, revoked_at"
@@ -74,14 +87,19 @@ class SqliteIdentityStore:
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
-        self._file = ControlFile(self.path, "identity store", _TABLES)
+        self._file = ControlFile(self.path, "identity store", _TABLES, _key_users_by_enterprise)
 
     def close(self) -> None:
         self._file.close()
 
     # enterprises
 
-    def create_enterprise(self, enterprise: Enterprise) -> None:
+    def create_enterprise(
+        self,
+        enterprise: Enterprise,
+        users: Sequence[User] = (),
+        bindings: Sequence[RoleBinding] = (),
+    ) -> None:
         with self._file.transaction() as conn:
             try:
                 conn.execute(
@@ -97,6 +115,15 @@ class SqliteIdentityStore:
                 raise AlreadyExists(
                     f"enterprise {enterprise.enterprise_id!r} already exists", field="enterprise"
                 ) from exc
+            for user in users:
+                _put_user(conn, user)
+            for binding in bindings:
+                _put_binding(conn, binding)
+
+    def delete_enterprise(self, enterprise_id: str) -> None:
+        with self._file.transaction() as conn:
+            for table in ("role_bindings", "api_keys", "users", "enterprises"):
+                conn.execute(f"DELETE FROM {table} WHERE enterprise_id = ?", (enterprise_id,))
 
     def get_enterprise(self, enterprise_id: str) -> Enterprise | None:
         row = self._read_one(
@@ -115,32 +142,22 @@ class SqliteIdentityStore:
     # users
 
     def put_user(self, user: User) -> None:
-        """Create or replace; AlreadyExists when the principal belongs to another enterprise."""
         with self._file.transaction() as conn:
-            written = conn.execute(
-                "INSERT INTO users (principal, enterprise_id, token_hash, created_at) "
-                "VALUES (?, ?, ?, ?) ON CONFLICT (principal) DO UPDATE SET "
-                "token_hash = excluded.token_hash, created_at = excluded.created_at "
-                "WHERE users.enterprise_id = excluded.enterprise_id",
-                (user.principal, user.enterprise_id, user.token_hash, to_micros(user.created_at)),
-            ).rowcount
-            if written == 0:
-                raise _principal_taken(user.principal)
+            _put_user(conn, user)
 
-    def get_user(self, principal: str) -> User | None:
+    def get_user(self, enterprise_id: str, principal: str) -> User | None:
         row = self._read_one(
-            "SELECT principal, enterprise_id, token_hash, created_at FROM users "
-            "WHERE principal = ?",
+            f"SELECT {_USER_COLUMNS} FROM users WHERE enterprise_id = ? AND principal = ?",
+            (enterprise_id, principal),
+        )
+        return None if row is None else _user(row)
+
+    def find_users(self, principal: str) -> list[User]:
+        rows = self._read_all(
+            f"SELECT {_USER_COLUMNS} FROM users WHERE principal = ? ORDER BY enterprise_id",
             (principal,),
         )
-        if row is None:
-            return None
-        return User(
-            enterprise_id=row["enterprise_id"],
-            principal=row["principal"],
-            token_hash=row["token_hash"],
-            created_at=from_micros(row["created_at"]),
-        )
+        return [_user(row) for row in rows]
 
     # API keys
 
@@ -167,10 +184,13 @@ class SqliteIdentityStore:
         row = self._read_one(f"SELECT {_API_KEY_COLUMNS} FROM api_keys WHERE key_id = ?", (key_id,))
         return None if row is None else _api_key(row)
 
-    def list_api_keys(self, enterprise_id: str) -> list[ApiKey]:
+    def list_api_keys(
+        self, enterprise_id: str, after: str | None = None, limit: int | None = None
+    ) -> list[ApiKey]:
         rows = self._read_all(
-            f"SELECT {_API_KEY_COLUMNS} FROM api_keys WHERE enterprise_id = ? ORDER BY key_id",
-            (enterprise_id,),
+            f"SELECT {_API_KEY_COLUMNS} FROM api_keys WHERE enterprise_id = ? AND key_id > ? "
+            "ORDER BY key_id LIMIT ?",
+            (enterprise_id, after or "", _limit(limit)),
         )
         return [_api_key(row) for row in rows]
 
@@ -192,16 +212,7 @@ class SqliteIdentityStore:
 
     def put_binding(self, binding: RoleBinding) -> None:
         with self._file.transaction() as conn:
-            conn.execute(
-                f"INSERT OR REPLACE INTO role_bindings ({_BINDING_COLUMNS}) VALUES (?, ?, ?, ?, ?)",
-                (
-                    binding.enterprise_id,
-                    binding.principal,
-                    binding.role.value,
-                    json.dumps(binding.agent_selectors),
-                    json.dumps(binding.subject_selectors),
-                ),
-            )
+            _put_binding(conn, binding)
 
     def delete_binding(self, enterprise_id: str, principal: str, role: Role) -> bool:
         with self._file.transaction() as conn:
@@ -211,13 +222,22 @@ class SqliteIdentityStore:
             ).rowcount
         return bool(deleted)
 
-    def list_bindings(self, enterprise_id: str, principal: str | None = None) -> list[RoleBinding]:
+    def list_bindings(
+        self,
+        enterprise_id: str,
+        principal: str | None = None,
+        after: tuple[str, str] | None = None,
+        limit: int | None = None,
+    ) -> list[RoleBinding]:
         query = f"SELECT {_BINDING_COLUMNS} FROM role_bindings WHERE enterprise_id = ?"
-        params: tuple[str, ...] = (enterprise_id,)
+        params: tuple[str | int, ...] = (enterprise_id,)
         if principal is not None:
             query += " AND principal = ?"
             params += (principal,)
-        rows = self._read_all(query + " ORDER BY principal, role", params)
+        if after is not None:
+            query += " AND (principal, role) > (?, ?)"
+            params += after
+        rows = self._read_all(query + " ORDER BY principal, role LIMIT ?", (*params, _limit(limit)))
         return [_binding(row) for row in rows]
 
     # plumbing
@@ -232,8 +252,54 @@ class SqliteIdentityStore:
             return list(conn.execute(query, params).fetchall())
 
 
-def _principal_taken(principal: str) -> AlreadyExists:
-    return AlreadyExists(f"{principal} is already a user of another enterprise", field="principal")
+def _limit(limit: int | None) -> int:
+    """SQLite's LIMIT: -1 is none."""
+    return -1 if limit is None else limit
+
+
+def _put_user(conn: Connection, user: User) -> None:
+    conn.execute(
+        f"INSERT OR REPLACE INTO users ({_USER_COLUMNS}) VALUES (?, ?, ?, ?)",
+        (user.enterprise_id, user.principal, user.token_hash, to_micros(user.created_at)),
+    )
+
+
+def _put_binding(conn: Connection, binding: RoleBinding) -> None:
+    conn.execute(
+        f"INSERT OR REPLACE INTO role_bindings ({_BINDING_COLUMNS}) VALUES (?, ?, ?, ?, ?)",
+        (
+            binding.enterprise_id,
+            binding.principal,
+            binding.role.value,
+            json.dumps(binding.agent_selectors),
+            json.dumps(binding.subject_selectors),
+        ),
+    )
+
+
+def _key_users_by_enterprise(conn: Connection) -> None:
+    """Rebuild a `users` table keyed by principal alone (older builds) keyed by
+    (enterprise_id, principal), keeping every row; nothing to do on any other file."""
+    columns = conn.execute("PRAGMA table_info(users)").fetchall()
+    key = [c["name"] for c in sorted(columns, key=lambda c: c["pk"]) if c["pk"]]
+    if key != ["principal"]:
+        return  # a new file (no table yet) or one already keyed by enterprise
+    conn.execute("ALTER TABLE users RENAME TO users_keyed_by_principal")
+    for statement in _USERS.split(";"):
+        conn.execute(statement)
+    conn.execute(
+        f"INSERT INTO users ({_USER_COLUMNS}) SELECT {_USER_COLUMNS} FROM users_keyed_by_principal"
+    )
+    conn.execute("DROP TABLE users_keyed_by_principal")
+
+
+def _user(row: Row) -> User:
+    return User(
+        enterprise_id=row["enterprise_id"],
+        principal=row["principal"],
+        token_hash=row["token_hash"],
+        created_at=from_micros(row["created_at"]),
+    )
 
 
 def _api_key(row: Row) -> ApiKey:

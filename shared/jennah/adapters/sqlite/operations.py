@@ -2,10 +2,10 @@
 
 `formation_operations` holds one row per operation, keyed (enterprise_id,
 operation_id), created idempotently on open and indexed by expire_time for
-`sweep`. Timestamps are INTEGER microseconds since the Unix epoch (UTC); the
-error is a JSON object; request and receipt are kept as given. An ordinary
-rowid table: rows carry requests of up to about 1 MiB, which WITHOUT ROWID
-tables store poorly.
+`sweep` and by creation for `list_newest`. Timestamps are INTEGER microseconds
+since the Unix epoch (UTC); the error is a JSON object; request and receipt are
+kept as given. An ordinary rowid table: rows carry requests of up to about 1 MiB,
+which WITHOUT ROWID tables store poorly.
 
 Each change reads the row and writes the transition (`jennah.domain.operations`)
 in one BEGIN IMMEDIATE transaction, so concurrent claims, finishes and cancels
@@ -61,7 +61,9 @@ CREATE TABLE IF NOT EXISTS formation_operations (
 CREATE INDEX IF NOT EXISTS formation_operations_by_expiry
   ON formation_operations (expire_time);
 CREATE INDEX IF NOT EXISTS formation_operations_by_scope
-  ON formation_operations (enterprise_id, scope_id)
+  ON formation_operations (enterprise_id, scope_id);
+CREATE INDEX IF NOT EXISTS formation_operations_by_creation
+  ON formation_operations (enterprise_id, create_time DESC, operation_id DESC)
 """
 
 _COLUMNS = (
@@ -154,6 +156,22 @@ class SqliteOperationStore:
             cancelled = after_cancel(operation, now)
             _write(conn, operation, cancelled)
         return cancelled
+
+    def list_newest(
+        self, enterprise_id: str, limit: int, before: tuple[datetime, str] | None = None
+    ) -> list[FormationOperation]:
+        page = ""
+        params: tuple[object, ...] = (enterprise_id,)
+        if before is not None:
+            page = " AND (create_time, operation_id) < (?, ?)"
+            params += (required_micros(before[0]), before[1])
+        with self._file.reader() as conn:
+            rows = conn.execute(
+                f"SELECT {_COLUMNS} FROM formation_operations WHERE enterprise_id = ?{page} "
+                "ORDER BY create_time DESC, operation_id DESC LIMIT ?",
+                (*params, limit),
+            ).fetchall()
+        return [_operation(row) for row in rows]
 
     def sweep(self, now: datetime, limit: int = 500) -> int:
         with self._file.transaction() as conn:

@@ -260,10 +260,13 @@ def get_scope(conn: Connection, scope: ScopeRef) -> ScopeRecord | None:
     return None if row is None else codec.scope_record_from_row(row)
 
 
-def list_scopes(conn: Connection, enterprise_id: str) -> list[ScopeRecord]:
+def list_scopes(
+    conn: Connection, enterprise_id: str, after: str | None, limit: int | None
+) -> list[ScopeRecord]:
     rows = conn.execute(
-        f"SELECT {_SCOPE_COLUMNS} FROM scopes WHERE enterprise_id = ? ORDER BY scope_id",
-        (enterprise_id,),
+        f"SELECT {_SCOPE_COLUMNS} FROM scopes WHERE enterprise_id = ? AND scope_id > ? "
+        "ORDER BY scope_id LIMIT ?",
+        (enterprise_id, after or "", -1 if limit is None else limit),
     )
     return [codec.scope_record_from_row(row) for row in rows]
 

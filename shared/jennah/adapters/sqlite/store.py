@@ -267,10 +267,12 @@ class SqliteStore:
         with self._pool.connection() as conn:
             return reader.get_scope(conn, scope)
 
-    def list_scopes(self, enterprise_id: str) -> list[ScopeRecord]:
-        """Every registered scope of the enterprise, by scope id."""
+    def list_scopes(
+        self, enterprise_id: str, after: str | None = None, limit: int | None = None
+    ) -> list[ScopeRecord]:
+        """The enterprise's registered scopes by scope id (a page of them)."""
         with self._pool.connection() as conn:
-            return reader.list_scopes(conn, enterprise_id)
+            return reader.list_scopes(conn, enterprise_id, after, limit)
 
     # -- formation ----------------------------------------------------------------
 
