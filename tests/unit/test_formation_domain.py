@@ -16,6 +16,7 @@ from jennah.domain.formation import (
     fingerprint,
     formation_units,
     preserves_structure,
+    quoted_in,
     render,
 )
 
@@ -66,6 +67,37 @@ def test_units_reproduce_the_spec_table(inp: int, out: int, units: int) -> None:
 
 
 SHIFTS = "Shift rotation:\n\n| agent | shift |\n|---|---|\n| Admon | early |"
+
+
+@pytest.mark.parametrize(
+    "quote",
+    [
+        "I live in Tokyo",  # verbatim
+        "i LIVE in tokyo",  # case
+        "I  live\n in\tTokyo",  # spacing and line breaks
+        "tokyo and i work at alphaus. noted.",  # across the turns, read in order
+        "Anything else \u2014 \u00dcn\u00efcode?",  # case folding beyond ASCII
+    ],
+)
+def test_a_quote_is_found_case_quotation_marks_and_spacing_aside(quote: str) -> None:
+    assert quoted_in(quote, [TURNS[0].content, "Noted. Anything else \u2014 \u00fcn\u00efcode?"])
+
+
+@pytest.mark.parametrize(
+    ("quote", "turn"),
+    [
+        ("I\u2019m here, \u201cready\u201d", 'i\'m here, "ready"'),  # curly in the quote
+        ('I\'m here, "ready"', "I\u2019m here, \u201cready\u201d"),  # curly in the turn
+        ("\u2018ok\u2019 \u201elow\u201f", "'OK' \"low\""),
+    ],
+)
+def test_curly_and_straight_quotation_marks_are_one(quote: str, turn: str) -> None:
+    assert quoted_in(quote, [turn])
+
+
+@pytest.mark.parametrize("quote", ["", "   ", "I live in Kyoto", "Tokyoand"])
+def test_a_blank_quote_or_other_words_are_not_found(quote: str) -> None:
+    assert not quoted_in(quote, [TURNS[0].content])
 
 
 def test_detects_pipe_tables_and_fenced_code() -> None:

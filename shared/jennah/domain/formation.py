@@ -10,6 +10,8 @@ import hashlib
 import json
 import math
 import re
+import unicodedata
+from collections.abc import Iterable
 from datetime import datetime
 from enum import StrEnum
 
@@ -111,6 +113,34 @@ def formation_units(input_tokens: int, output_tokens: int) -> int:
         math.ceil(input_tokens / INPUT_TOKENS_PER_UNIT),
         math.ceil(output_tokens / OUTPUT_TOKENS_PER_UNIT),
     )
+
+
+# Quotes: what extraction quotes is compared with the turns it cites, as a reader would.
+
+# Curly, low and prime quotation marks, each read as its straight counterpart.
+_QUOTE_MARKS = str.maketrans(
+    {
+        "\u2018": "'", "\u2019": "'", "\u201a": "'", "\u201b": "'", "\u2032": "'",
+        "\u201c": '"', "\u201d": '"', "\u201e": '"', "\u201f": '"', "\u2033": '"',
+    }
+)  # fmt: skip
+
+
+def comparable(text: str) -> str:
+    """`text` as a quote is compared: NFC, case folded, curly quotation marks read as
+    straight ones, and every run of whitespace (line breaks included) one space."""
+    folded = unicodedata.normalize("NFC", text).casefold().translate(_QUOTE_MARKS)
+    return " ".join(folded.split())
+
+
+def quoted_in(quote: str, texts: Iterable[str]) -> bool:
+    """True when the non-blank `quote` appears in one of `texts`, or across them read
+    one after the other, differing only by case, quotation marks or spacing."""
+    wanted = comparable(quote)
+    if not wanted:
+        return False
+    compared = [comparable(text) for text in texts]
+    return any(wanted in text for text in compared) or wanted in " ".join(compared)
 
 
 # Structure: markdown pipe tables and fenced code blocks.

@@ -1,11 +1,11 @@
 """Verification in code, not by the model: what extraction proposed is checked
 against the conversation and the platform's rules before anything is reconciled.
 
-- The cited turns must exist; when they do not (or none are cited) the
-  attribution is unusable: the fact is still stored, with `jennah.source_step`
-  but no `jennah.source_turns`.
-- The quote must appear verbatim (spacing aside) in the cited turns, or, with
-  unusable attribution, somewhere in the conversation; else REJECTED.
+- Attribution: the cited turns must exist and the quote must appear in them
+  (case, curly or straight quotation marks and spacing aside). When it is
+  unusable (turns that do not exist, none cited, no quote, or a quote those
+  turns do not hold) the fact is still stored, with `jennah.source_step` but no
+  `jennah.source_turns`: an attribution never costs the fact.
 - Extracted attributes may not use the reserved `jennah.` prefix (REJECTED,
   naming the key), must leave room for the platform's one or two provenance
   keys within the metadata bound (REJECTED, naming the limit), and must be
@@ -21,7 +21,7 @@ import re
 from collections.abc import Collection, Sequence
 
 from jennah.domain import rules
-from jennah.domain.formation import PLATFORM_PREFIX, EntityRef, Turn
+from jennah.domain.formation import PLATFORM_PREFIX, EntityRef, Turn, quoted_in
 from jennah.domain.models import MemoryType
 from jennah.errors import InvalidArgument
 from jennah.services.formation.candidates import Candidate, EdgeShape, Entity, node_id
@@ -39,8 +39,7 @@ def verify(candidate: Candidate, turns: Sequence[Turn], entity_classes: Collecti
     """Check one extracted candidate in place: fill its verified shape, or reject it."""
     try:
         _check_text(candidate)
-        candidate.source_turns = _attribution(candidate, len(turns))
-        _check_quote(candidate, turns)
+        candidate.source_turns = _attribution(candidate, turns)
         _check_attributes(candidate)
         if candidate.is_fact:
             candidate.memory_type = _memory_type(candidate)
@@ -69,25 +68,15 @@ def _check_text(candidate: Candidate) -> None:
         )
 
 
-def _attribution(candidate: Candidate, turn_count: int) -> list[int] | None:
-    """Ascending cited turns, or None when they name no turn or a turn that does not exist."""
+def _attribution(candidate: Candidate, turns: Sequence[Turn]) -> list[int] | None:
+    """The ascending cited turns when they exist and hold the quote; else None (unusable)."""
     cited = candidate.extracted.turns
-    if not cited or any(not 0 <= turn < turn_count for turn in cited):
+    if not cited or any(not 0 <= turn < len(turns) for turn in cited):
         return None
-    return sorted(set(cited))
-
-
-def _check_quote(candidate: Candidate, turns: Sequence[Turn]) -> None:
-    quote = _spaced(candidate.extracted.quote)
-    if not quote:
-        raise _Rejected("extraction gave no quote from the conversation to support it")
-    cited = candidate.source_turns
-    indexes = cited if cited is not None else range(len(turns))
-    contents = [_spaced(turns[i].content) for i in indexes]
-    if any(quote in content for content in contents) or quote in " ".join(contents):
-        return
-    where = "turn " + ", ".join(str(i) for i in cited) if cited is not None else "the conversation"
-    raise _Rejected(f"its quote {_excerpt(quote)} does not appear in {where}")
+    ordered = sorted(set(cited))
+    if not quoted_in(candidate.extracted.quote, (turns[i].content for i in ordered)):
+        return None
+    return ordered
 
 
 def _check_attributes(candidate: Candidate) -> None:
@@ -146,11 +135,3 @@ def _entity(ref: EntityRef | None, role: str, entity_classes: Collection[str]) -
     entity_class = ref.entity_class if ref is not None else None
     kept = entity_class if entity_class and entity_class in entity_classes else None
     return Entity(node_id=node_id(name), label=name, node_type=kept)
-
-
-def _spaced(text: str) -> str:
-    return " ".join(text.split())
-
-
-def _excerpt(text: str, limit: int = 80) -> str:
-    return repr(text if len(text) <= limit else text[: limit - 1] + "…")
