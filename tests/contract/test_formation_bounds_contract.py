@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from jennah.adapters.models.scripted import Slow
-from jennah.domain.formation import MAX_TURNS, Turn
+from jennah.domain.formation import MAX_TURNS, SOURCE_STEP, SOURCE_TURNS, Turn, render
 from jennah.domain.models import ScopeRef
 from jennah.errors import Aborted, DeadlineExceeded, Internal, InvalidArgument
 from jennah.ports.model import ModelResult
@@ -17,7 +17,10 @@ from jennah.ports.store import MemoryStore
 from jennah.services.formation import FormationUsage
 from tests.contract.formation_support import (
     RECEIVED,
+    assistant,
     at,
+    chunk,
+    decisions,
     extraction,
     fact,
     run,
@@ -46,8 +49,37 @@ def test_turn_count_is_bounded(store: MemoryStore, scope: ScopeRef) -> None:
     assert "201 turns" in message and "at most 200" in message
 
 
-def test_empty_turn_content_is_refused(store: MemoryStore, scope: ScopeRef) -> None:
-    assert "turns[1].content" in _refused(store, scope, [user("hi"), user(" \n ")])
+def test_a_conversation_of_blank_turns_only_is_refused(store: MemoryStore, scope: ScopeRef) -> None:
+    assert "every turn is blank" in _refused(store, scope, [user(""), user(" \n ")])
+
+
+def test_a_blank_turn_is_formed_beside_others_and_cannot_be_cited(
+    store: MemoryStore, scope: ScopeRef
+) -> None:
+    turns = [user("I live in Tokyo."), assistant(""), user("Thanks. "), assistant(" \n ")]
+    model = scripted(
+        extraction(
+            fact(TOKYO, [0], "I live in Tokyo"),
+            fact("The user thanked the assistant.", [1, 2], "Thanks"),  # cites a blank turn
+            fact("The assistant looked something up.", [3], ""),
+        )
+    )
+    receipt = run(store, scope, turns, model)
+    assert decisions(receipt) == ["NEW", "NEW", "NEW"]
+    sent = model.calls[0].data["turns"]
+    assert [(t["index"], t["content"]) for t in sent] == [
+        (0, "I live in Tokyo."), (1, ""), (2, "Thanks. "), (3, " \n "),
+    ]  # fmt: skip
+    rendered = render(turns, RECEIVED)
+    assert chunk(store, scope, TOKYO).metadata == {
+        SOURCE_STEP: rendered.step_id, SOURCE_TURNS: "0",
+    }  # fmt: skip
+    for text in ("The user thanked the assistant.", "The assistant looked something up."):
+        assert chunk(store, scope, text).metadata == {SOURCE_STEP: rendered.step_id}
+    step = store.get_step(scope, rendered.step_id)
+    assert step is not None and step.tool_input == rendered.tool_input
+    assert rendered.turn_text(1) == "[turn 1] assistant:\n\n"  # its header, then nothing
+    assert rendered.turn_text(3) == "[turn 3] assistant:\n \n \n"
 
 
 def test_formation_key_length_is_bounded(store: MemoryStore, scope: ScopeRef) -> None:

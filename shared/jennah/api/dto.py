@@ -330,7 +330,12 @@ class FormTurn(WireRequest):
     """One turn of the conversation, in order."""
 
     role: TurnRoleName
-    content: str = Field(description="The turn's text; must not be empty")
+    content: str = Field(
+        default="",
+        description="The turn's text; may be empty or absent (an assistant turn that only "
+        "called a tool), but not in every turn. A blank turn is kept in the conversation "
+        "and its numbering, and no formed fact is attributed to it",
+    )
 
 
 class FormRequest(WireRequest):

@@ -46,8 +46,15 @@ ROLE_LABELS: dict[TurnRole, str] = {
 
 
 class Turn(BaseModel):
+    """One turn; its content may be blank (an assistant turn that only called a tool)."""
+
     role: TurnRole
     content: str
+
+
+def is_blank(turn: Turn) -> bool:
+    """A turn with no content but whitespace: it renders, and it can never be cited."""
+    return not turn.content.strip()
 
 
 class CandidateKind(StrEnum):
@@ -82,7 +89,9 @@ def render(turns: list[Turn], clock: datetime) -> RenderedConversation:
     """Number every turn and stamp the clock, so relative dates can become absolute.
 
     The header states when the conversation took place (observedAt, or the
-    receipt time); each turn starts with `[turn N] role:` on its own line.
+    receipt time); each turn starts with `[turn N] role:` on its own line, followed
+    by its content as sent (a blank turn: its header and an empty line, so every
+    turn keeps its number and its offset).
     """
     header = f"Conversation observed at {clock.isoformat()} ({clock.strftime('%A')})\n"
     parts = [header]

@@ -17,6 +17,7 @@ from jennah.domain.formation import (
     MAX_TURNS,
     RenderedConversation,
     Turn,
+    is_blank,
 )
 from jennah.domain.models import ScopeRecord, ScopeRef
 from jennah.errors import InvalidArgument
@@ -102,11 +103,13 @@ def _check_turns(turns: list[Turn]) -> None:
             "formation: split the conversation across several requests",
             field="turns",
         )
-    for index, turn in enumerate(turns):
-        if not turn.content.strip():
-            raise InvalidArgument(
-                f"turns[{index}].content must not be empty", field=f"turns[{index}].content"
-            )
+    if all(is_blank(turn) for turn in turns):
+        raise InvalidArgument(
+            "the conversation has no content: every turn is blank, so there is nothing to "
+            "form memory from (a blank turn, such as an assistant turn that only called a "
+            "tool, is accepted beside turns with content)",
+            field="turns",
+        )
 
 
 def _check_formation_key(key: str | None) -> None:

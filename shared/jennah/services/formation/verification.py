@@ -1,10 +1,11 @@
 """Verification in code, not by the model: what extraction proposed is checked
 against the conversation and the platform's rules before anything is reconciled.
 
-- Attribution: the cited turns must exist and the quote must appear in them
-  (case, curly or straight quotation marks and spacing aside). When it is
-  unusable (turns that do not exist, none cited, no quote, or a quote those
-  turns do not hold) the fact is still stored, with `jennah.source_step` but no
+- Attribution: the cited turns must exist, none of them blank (a blank turn
+  cannot be cited), and the quote must appear in them (case, curly or straight
+  quotation marks and spacing aside). When it is unusable (turns that do not
+  exist, a blank turn, none cited, no quote, or a quote those turns do not
+  hold) the fact is still stored, with `jennah.source_step` but no
   `jennah.source_turns`: an attribution never costs the fact.
 - Extracted attributes may not use the reserved `jennah.` prefix (REJECTED,
   naming the key), must leave room for the platform's one or two provenance
@@ -21,7 +22,7 @@ import re
 from collections.abc import Collection, Sequence
 
 from jennah.domain import rules
-from jennah.domain.formation import PLATFORM_PREFIX, EntityRef, Turn, quoted_in
+from jennah.domain.formation import PLATFORM_PREFIX, EntityRef, Turn, is_blank, quoted_in
 from jennah.domain.models import MemoryType
 from jennah.errors import InvalidArgument
 from jennah.services.formation.candidates import Candidate, EdgeShape, Entity, node_id
@@ -69,9 +70,10 @@ def _check_text(candidate: Candidate) -> None:
 
 
 def _attribution(candidate: Candidate, turns: Sequence[Turn]) -> list[int] | None:
-    """The ascending cited turns when they exist and hold the quote; else None (unusable)."""
+    """The ascending cited turns when they exist, none is blank, and they hold the quote;
+    else None (unusable)."""
     cited = candidate.extracted.turns
-    if not cited or any(not 0 <= turn < len(turns) for turn in cited):
+    if not cited or any(not 0 <= turn < len(turns) or is_blank(turns[turn]) for turn in cited):
         return None
     ordered = sorted(set(cited))
     if not quoted_in(candidate.extracted.quote, (turns[i].content for i in ordered)):
