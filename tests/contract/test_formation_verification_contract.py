@@ -188,11 +188,55 @@ def test_relationships_need_both_ends_and_a_relation(store: MemoryStore, scope: 
         scope,
         relationship("the user", "WORKS_AT", "", [0], "work at Alphaus"),
         relationship("the user", "  ", "Alphaus", [0], "work at Alphaus"),
-        relationship("the user", "works at", "Alphaus", [0], "work at Alphaus"),
+        relationship("the user", " works at ", "Alphaus", [0], "work at Alphaus"),
     )
     assert decisions(receipt) == ["REJECTED", "REJECTED", "NEW"]
     (edge,) = store.edges_touching(scope, [node_id("the user")], [], Direction.OUTBOUND, None)
-    assert edge.relation == "works_at"  # as extracted, made a valid relation name
+    assert edge.relation == "works at"  # as extracted (surrounding spaces aside)
+
+
+def test_relations_are_recorded_exactly_as_extracted_in_any_script(
+    store: MemoryStore, scope: ScopeRef
+) -> None:
+    relations = ["勤務先", "работает_в", "is Ana's manager (since 2020)", "R" * 64]
+    receipt = _form(
+        store,
+        scope,
+        *(relationship("the user", r, f"Org {i}", [0], "Alphaus") for i, r in enumerate(relations)),
+        relationship("the user", "R" * 65, "Org 9", [0], "Alphaus"),
+        relationship("the user", "works\nat", "Org 10", [0], "Alphaus"),
+    )
+    assert decisions(receipt) == ["NEW"] * 4 + ["REJECTED"] * 2
+    assert "65 characters; at most 64" in (receipt.candidates[4].rejection_reason or "")
+    assert "control character" in (receipt.candidates[5].rejection_reason or "")
+    edges = store.edges_touching(scope, [node_id("the user")], [], Direction.OUTBOUND, None)
+    assert sorted(e.relation for e in edges) == sorted(relations)
+    (japanese,) = store.edges_touching(
+        scope, [node_id("the user")], ["勤務先"], Direction.OUTBOUND, None
+    )
+    assert japanese.target == node_id("Org 0")
+
+
+def test_entity_classes_of_any_script_come_from_the_vocabulary(
+    store: MemoryStore, scope: ScopeRef
+) -> None:
+    vocabulary = {
+        "entityClasses": [{"name": "人物", "description": ""}, {"name": "組織", "description": ""}],
+        "relationTypes": [{"name": "勤務先", "description": ""}],
+    }
+    model = scripted(
+        extraction(
+            relationship(
+                "the user", "勤務先", "Alphaus", [0], "work at Alphaus",
+                subject_class="人物", object_class="会社",
+            )
+        )
+    )  # fmt: skip
+    run(store, scope, TURNS, model, vocabulary=vocabulary)
+    nodes = store.get_nodes(scope, [node_id("the user"), node_id("Alphaus")])
+    assert {n.label: n.node_type for n in nodes} == {
+        "the user": "人物", "Alphaus": None,  # 会社 is not declared: no class
+    }  # fmt: skip
 
 
 def test_entity_classes_come_only_from_the_vocabulary(store: MemoryStore, scope: ScopeRef) -> None:

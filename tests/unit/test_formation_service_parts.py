@@ -109,6 +109,6 @@ def test_relationship_shapes() -> None:
     assert shape is not None
     assert (shape.source.label, shape.relation, shape.target.node_type) == (
         "the user",
-        "works_at_since_2020",
+        "works at (since 2020)",
         "Organization",
     )

@@ -461,7 +461,7 @@ _LEVEL_HELP = (
     "The scope whose level this is (agent workspaces and subject scopes alike); "
     "absent means the enterprise level"
 )
-_NAME_HELP = "1-64 letters, digits, '_', '.' or '-'"
+_NAME_HELP = "1-64 letters (of any script), digits, '_', '.' or '-'"
 _DESCRIPTION_HELP = (
     "Up to 200 characters, line breaks flattened; supplied to the extraction model beside the name"
 )

@@ -12,13 +12,17 @@ against the conversation and the platform's rules before anything is reconciled.
   keys within the metadata bound (REJECTED, naming the limit), and must be
   valid metadata keys and values.
 - A fact needs a known memory type; a relationship needs a subject, a relation
-  and an object. Entity classes are kept only when the vocabulary declares
-  them (otherwise the node has no class, never a placeholder).
+  and an object. The relation is recorded exactly as extracted (surrounding
+  spaces aside), in any script and whether or not the vocabulary declares it,
+  never rewritten: one longer than a stored relation (64 characters) or holding
+  a control character is REJECTED naming why. Entity classes are kept only
+  when the vocabulary declares them (otherwise the node has no class, never a
+  placeholder).
 """
 
 from __future__ import annotations
 
-import re
+import unicodedata
 from collections.abc import Collection, Sequence
 
 from jennah.domain import rules
@@ -28,7 +32,7 @@ from jennah.errors import InvalidArgument
 from jennah.services.formation.candidates import Candidate, EdgeShape, Entity, node_id
 
 MAX_ENTITY_NAME_LENGTH = 256  # a node label's bound (memory:commit's)
-_NOT_A_NAME_CHARACTER = re.compile(r"[^A-Za-z0-9_.\-]+")
+MAX_RELATION_LENGTH = 64  # a stored edge's relation (graph_edges.relation)
 _MEMORY_TYPES = ", ".join(t.value for t in MemoryType if t is not MemoryType.RELATIONSHIP)
 
 
@@ -119,10 +123,22 @@ def _edge_shape(candidate: Candidate, entity_classes: Collection[str]) -> EdgeSh
     extracted = candidate.extracted
     subject = _entity(extracted.subject, "subject", entity_classes)
     target = _entity(extracted.object, "object", entity_classes)
-    relation = _NOT_A_NAME_CHARACTER.sub("_", (extracted.relation or "").strip()).strip("_")[:64]
-    if not relation:
-        raise _Rejected("a relationship needs a relation (letters, digits, '_', '.' or '-')")
+    relation = _relation(extracted.relation)
     return EdgeShape(source=subject, relation=relation, target=target)
+
+
+def _relation(extracted: str | None) -> str:
+    """The relation as extracted, surrounding spaces aside; never rewritten."""
+    relation = (extracted or "").strip()
+    if not relation:
+        raise _Rejected("a relationship needs a relation")
+    if len(relation) > MAX_RELATION_LENGTH:
+        raise _Rejected(
+            f"its relation is {len(relation)} characters; at most {MAX_RELATION_LENGTH} are allowed"
+        )
+    if any(unicodedata.category(character) == "Cc" for character in relation):
+        raise _Rejected(f"its relation {relation!r} holds a control character")
+    return relation
 
 
 def _entity(ref: EntityRef | None, role: str, entity_classes: Collection[str]) -> Entity:
@@ -134,6 +150,6 @@ def _entity(ref: EntityRef | None, role: str, entity_classes: Collection[str]) -
             f"the {role}'s name is {len(name)} characters; at most "
             f"{MAX_ENTITY_NAME_LENGTH} are allowed"
         )
-    entity_class = ref.entity_class if ref is not None else None
-    kept = entity_class if entity_class and entity_class in entity_classes else None
+    entity_class = (ref.entity_class or "").strip() if ref is not None else ""
+    kept = entity_class if entity_class in entity_classes else None
     return Entity(node_id=node_id(name), label=name, node_type=kept)
