@@ -121,6 +121,63 @@ def test_other_shapes_are_not_structures(content: str) -> None:
     assert detect_structures(content) == []
 
 
+@pytest.mark.parametrize(
+    "table",
+    [
+        "agent | shift\n--- | ---\nAdmon | early\nBea | late",  # no outer pipes
+        "| agent | shift |\n|:--|--:|\n| Admon | early |",  # alignment, two hyphens
+        "agent | shift\n:---: | -\nAdmon | early",  # centred, one hyphen
+        "| agent |\n|:-:|\n| Admon |",  # one column
+        "  | a \\| b | c |\n  | --- | --- |\n  | x | y |",  # an escaped pipe is in its cell
+    ],
+)
+def test_github_flavoured_tables_are_detected_whole(table: str) -> None:
+    found = detect_structures(f"The rota:\n{table}\n\nThanks.")
+    assert found == [Structure(kind=StructureKind.TABLE, text=table)]
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        "a | b\n--- | --- | ---\n1 | 2",  # the alignment row has another cell count
+        "a | b\n-- x | --\n1 | 2",  # not an alignment row
+        "Title\n---\ntext",  # a setext heading, not a table
+    ],
+)
+def test_rows_that_do_not_make_a_table_are_not_one(content: str) -> None:
+    assert detect_structures(content) == []
+
+
+@pytest.mark.parametrize(
+    "block",
+    [
+        "~~~\nretries: 3\n~~~",
+        "~~~~ yaml\nretries: 3\n~~~\nstill: code\n~~~~~",  # a shorter fence does not close
+        "````markdown\n```python\nprint(1)\n```\n````",  # ``` inside ```` does not close it
+        "```\n~~~\nnot closed by tildes\n```",
+        "   ```\nindented fence\n   ```",
+    ],
+)
+def test_fenced_code_blocks_are_detected_whole(block: str) -> None:
+    found = detect_structures(f"Here:\n{block}\nDone.")
+    assert found == [Structure(kind=StructureKind.CODE, text=block)]
+
+
+def test_an_unclosed_fence_runs_to_the_end_and_holds_no_table() -> None:
+    content = "Config:\n```\n| a | b |\n|---|---|\n| 1 | 2 |"
+    assert detect_structures(content) == [
+        Structure(kind=StructureKind.CODE, text=content.removeprefix("Config:\n"))
+    ]
+
+
+def test_structures_are_found_in_the_order_they_appear() -> None:
+    content = "~~~\nx\n~~~\nk | v\n-|-\na | 1\n\n```\ny\n```"
+    assert [s.kind for s in detect_structures(content)] == [
+        StructureKind.CODE, StructureKind.TABLE, StructureKind.CODE,
+    ]  # fmt: skip
+    assert describe(detect_structures(content)) == "1 table, 2 code blocks"
+
+
 def test_preserves_structure_only_when_kept_verbatim() -> None:
     structures = detect_structures(SHIFTS)
     assert preserves_structure(SHIFTS, structures)

@@ -152,11 +152,14 @@ def quoted_in(quote: str, texts: Iterable[str]) -> bool:
     return any(wanted in text for text in compared) or wanted in " ".join(compared)
 
 
-# Structure: markdown pipe tables and fenced code blocks.
+# Structure: markdown pipe tables and fenced code blocks, as GitHub-flavoured markdown
+# reads them.
 
-_FENCE = re.compile(r"^(```|~~~)[^\n]*\n.*?^\1[ \t]*$", re.MULTILINE | re.DOTALL)
-_TABLE_ROW = re.compile(r"^[ \t]*\|.*\|[ \t]*$")
-_TABLE_RULE = re.compile(r"^[ \t]*\|?[ \t]*:?-{3,}:?[ \t]*(\|[ \t]*:?-{3,}:?[ \t]*)*\|?[ \t]*$")
+# A fence opens a code block: three or more backticks or tildes, indented at most three
+# spaces, then an info string (which, after backticks, holds no backtick).
+_FENCE_OPEN = re.compile(r"^ {0,3}(?P<fence>`{3,}|~{3,})(?P<info>[^\r]*)\r?$")
+_UNESCAPED_PIPE = re.compile(r"(?<!\\)\|")
+_ALIGNMENT_CELL = re.compile(r"^[ \t]*:?-+:?[ \t]*$")  # ---, :--, --:, :-:
 
 
 class StructureKind(StrEnum):
@@ -170,21 +173,69 @@ class Structure(BaseModel):
 
 
 def detect_structures(content: str) -> list[Structure]:
-    """Fenced code blocks, then pipe tables (a header row, a rule row, body rows) outside them."""
-    found = [Structure(kind=StructureKind.CODE, text=m.group(0)) for m in _FENCE.finditer(content)]
-    outside = _FENCE.sub("", content)
-    lines = outside.split("\n")
-    i = 0
-    while i < len(lines) - 1:
-        if _TABLE_ROW.match(lines[i]) and _TABLE_RULE.match(lines[i + 1]):
-            j = i + 2
-            while j < len(lines) and _TABLE_ROW.match(lines[j]):
-                j += 1
-            found.append(Structure(kind=StructureKind.TABLE, text="\n".join(lines[i:j])))
-            i = j
-        else:
-            i += 1
+    """Fenced code blocks and pipe tables, in the order they appear.
+
+    A code block is fenced with ``` or ~~~ (three or more), and closed only by a
+    fence of the same character at least as long (a ``` inside a ```` block does
+    not close it), or by the end of the turn. A table is a header row and an
+    alignment row with as many cells (`---`, `:--`, `--:`, `:-:`), outer pipes
+    optional, then every following row holding a pipe. Nothing inside a code
+    block is a table.
+    """
+    lines = content.split("\n")
+    found: list[Structure] = []
+    start = 0
+    while start < len(lines):
+        kind, end = StructureKind.CODE, _code_block_end(lines, start)
+        if end is None:
+            kind, end = StructureKind.TABLE, _table_end(lines, start)
+        if end is None:
+            start += 1
+            continue
+        found.append(Structure(kind=kind, text="\n".join(lines[start:end])))
+        start = end
     return found
+
+
+def _code_block_end(lines: list[str], start: int) -> int | None:
+    """The line after the code block whose fence opens at `start`; None when none does."""
+    opened = _FENCE_OPEN.match(lines[start])
+    if opened is None:
+        return None
+    fence = opened["fence"]
+    if fence[0] == "`" and "`" in opened["info"]:
+        return None  # inline code, not a fence
+    closing = re.compile(rf"^ {{0,3}}{re.escape(fence[0])}{{{len(fence)},}}[ \t]*\r?$")
+    for index in range(start + 1, len(lines)):
+        if closing.match(lines[index]):
+            return index + 1
+    return len(lines)
+
+
+def _table_end(lines: list[str], start: int) -> int | None:
+    """The line after the table whose header row is `start`; None when no table starts."""
+    if start + 1 >= len(lines):
+        return None
+    header, alignment = _cells(lines[start]), _cells(lines[start + 1])
+    if header is None or alignment is None or len(header) != len(alignment):
+        return None
+    if not all(_ALIGNMENT_CELL.match(cell) for cell in alignment):
+        return None
+    end = start + 2
+    while end < len(lines) and _cells(lines[end]) is not None:
+        end += 1
+    return end
+
+
+def _cells(line: str) -> list[str] | None:
+    """A table row's cells (outer pipes optional); None for a line with no unescaped pipe."""
+    row = line.strip()
+    if not _UNESCAPED_PIPE.search(row):
+        return None
+    row = row.removeprefix("|")
+    if row.endswith("|") and not row.endswith("\\|"):
+        row = row[:-1]
+    return _UNESCAPED_PIPE.split(row)
 
 
 def preserves_structure(text: str, structures: list[Structure]) -> bool:
