@@ -397,6 +397,35 @@ def test_a_cancel_while_running_writes_nothing_but_records_usage(world: World) -
         operation_result(cancelled)
 
 
+def test_a_client_gone_during_extraction_stops_before_the_reconciliation_call(
+    world: World,
+) -> None:
+    world.model.add(ONE_FACT)
+    world.deliver(world.queued())  # "The user lives in Tokyo." is current memory
+    before = world.memory()
+    moved = [Turn(role=TurnRole.USER, content="I live in Tokyo now.")]
+    now_in_tokyo = _extraction(("The user lives in Tokyo now.", "I live in Tokyo now"))
+    operation = world.queued(formation(moved))
+
+    def client_goes_meanwhile(prompt: str, schema: dict[str, Any]) -> dict[str, Any]:
+        world.operations.cancel(ENTERPRISE, operation.operation_id, world.clock())
+        return now_in_tokyo
+
+    world.model.add(client_goes_meanwhile)
+    assert world.deliver(operation) is Outcome.ACK
+    cancelled = world.current(operation)
+    assert cancelled.state is OperationState.CANCELLED and cancelled.receipt_json is None
+    assert world.memory() == before  # nothing written
+    assert [c.data["task"] for c in world.model.calls] == ["extract", "extract"]  # no reconcile
+    assert world.usage()[operation.formation_id or ""] >= 1 and world.in_progress() == 0
+
+    # the same formation with its client still there does reach reconciliation
+    verdict = {"decisions": [{"candidate_index": 0, "decision": "new"}]}
+    world.model.add(now_in_tokyo, verdict)
+    world.deliver(world.queued(formation(moved)))
+    assert [c.data["task"] for c in world.model.calls[2:]] == ["extract", "reconcile"]
+
+
 def test_a_model_past_its_time_bound_fails_the_operation_and_records_usage(
     world: World,
 ) -> None:

@@ -99,16 +99,17 @@ def run(
     model: LanguageModel,
     *,
     usage: FormationUsage,
-    before_commit: Callable[[], None] | None = None,
+    checkpoint: Callable[[], None] | None = None,
     similarity_threshold: float = SIMILARITY_THRESHOLD,
 ) -> FormationReceipt:
     """Steps 3 to 7: the model calls, the checks in code, and ONE commit; the receipt.
 
     `usage` accumulates what the model calls spent, as they happen (read it after
-    `run` returns or raises). `before_commit`, when given, runs after the last model
-    call and before the commit: raising there writes nothing (a cancelled
-    operation). A formation that writes no memory still commits its formationKey
-    record (so a retry replays the empty receipt) but no execution-log step.
+    `run` returns or raises). `checkpoint`, when given, runs before each model call
+    after the first (the reconciliation call) and before the commit: raising there
+    makes no further call and writes nothing (a cancelled operation). A formation
+    that writes no memory still commits its formationKey record (so a retry replays
+    the empty receipt) but no execution-log step.
     """
     command = prepared.command
     context = PlanContext(
@@ -116,8 +117,9 @@ def run(
     )
     structures = structure.detect(command.turns)
     candidates, dropped = _decide(
-        command, context, structures, store, embedder, model, usage, similarity_threshold
-    )
+        command, context, structures, store, embedder, model, usage, similarity_threshold,
+        checkpoint,
+    )  # fmt: skip
     formation = build_plan(candidates, context, store)
     receipt = FormationReceipt(
         candidates=[c.outcome() for c in candidates],
@@ -133,8 +135,8 @@ def run(
         formation_key=command.formation_key,
     )
     _add_key_and_registration(formation, command, receipt, prepared.request_print)
-    if before_commit is not None:
-        before_commit()
+    if checkpoint is not None:
+        checkpoint()
     result = commit_plan(store, formation.plan)
     return receipt.model_copy(update={"commit_timestamp": result.commit_timestamp})
 
@@ -170,6 +172,7 @@ def _decide(
     model: LanguageModel,
     usage: FormationUsage,
     similarity_threshold: float,
+    checkpoint: Callable[[], None] | None,
 ) -> tuple[list[Candidate], int]:
     """Extract, verify and reconcile: every kept candidate with its decision."""
     bounds = CallBounds(
@@ -186,7 +189,7 @@ def _decide(
     known_in_code(candidates, store, scope, instant)
     gather_neighbours(candidates, store, embedder, scope, instant, similarity_threshold)
     verdict_context = VerdictContext(scope, instant, context.boundary)
-    reconcile(candidates, store, model, verdict_context, bounds, usage)
+    reconcile(candidates, store, model, verdict_context, bounds, usage, checkpoint=checkpoint)
     reject_clashes(candidates)
     return candidates, dropped
 

@@ -389,8 +389,9 @@ class Formation:
         spend: FormationUsage,
     ) -> FormationReceipt:
         def still_ours() -> None:
-            """Before the commit: write nothing for a client that has gone, or when another
-            worker took the operation over."""
+            """Before the reconciliation call and before the commit: call the model no
+            more and write nothing for a client that has gone, or when another worker
+            took the operation over."""
             current = self.operations.get(operation.enterprise_id, operation.operation_id)
             if current is None or current.cancel_requested or current.done:
                 raise ClientGone("the client closed the connection before the formation finished")
@@ -402,7 +403,7 @@ class Formation:
 
         return run(
             prepared, self.store, self.embedder, self.model, usage=spend,
-            before_commit=still_ours,
+            checkpoint=still_ours,
         )  # fmt: skip
 
     def _release(self, admitted: AdmittedFormation, operation: FormationOperation) -> None:
