@@ -484,6 +484,23 @@ def test_a_transient_failure_is_retried_and_each_attempt_records_its_usage(
     assert world.in_progress() == 0
 
 
+def test_a_retry_after_a_failure_that_never_reached_the_model_costs_nothing(
+    world: World,
+) -> None:
+    unreachable = errors.Unavailable("the model call could not reach Vertex AI: refused")
+    world.model.add(unreachable, ONE_FACT)
+    operation = world.queued()
+    assert world.deliver(operation) is Outcome.RETRY
+    assert world.usage() == {} and len(world.model.calls) == 1
+
+    assert world.deliver(operation, "worker-b") is Outcome.ACK
+    done = world.current(operation)
+    assert (done.state, done.attempts) == (OperationState.SUCCEEDED, 2)
+    units = operation_result(done).formation_units
+    assert world.usage() == {f"{operation.formation_id}.2": units} and units >= 1
+    assert world.in_progress() == 0
+
+
 def test_a_defect_fails_the_operation_internal(world: World) -> None:
     operation = world.queued()
     world.model.add(lambda prompt, schema: 1 / 0)  # type: ignore[arg-type,return-value]

@@ -16,7 +16,7 @@ from jennah.domain.formation import (
     render,
 )
 from jennah.domain.models import ScopeRef
-from jennah.errors import DeadlineExceeded, InvalidArgument
+from jennah.errors import DeadlineExceeded, InvalidArgument, Unavailable
 from jennah.ports.model import ModelResult
 from jennah.ports.prompts import ExtractionAnswer
 from jennah.services.formation import FormationCommand, FormationUsage, estimate_input_tokens
@@ -81,6 +81,27 @@ def test_a_failed_call_still_counts_with_the_usage_it_reported() -> None:
         )
     assert (usage.model_calls, usage.input_tokens, usage.output_tokens) == (1, 120, 7)
     assert usage.units == 1 and usage.model == "failing"
+
+
+class _UnreachableModel:
+    name, region = "unreachable", "local"
+
+    def generate(
+        self,
+        prompt: str,
+        json_schema: dict[str, Any],
+        max_output_tokens: int,
+        deadline_seconds: float,
+    ) -> ModelResult:
+        raise Unavailable("the model call could not reach Vertex AI: connection refused")
+
+
+def test_a_call_that_never_reached_the_model_does_not_count() -> None:
+    usage = FormationUsage()
+    bounds = CallBounds(deadline_seconds=2, max_output_tokens=10)
+    with pytest.raises(Unavailable):
+        call_model(_UnreachableModel(), "extraction", "p", {}, ExtractionAnswer, bounds, usage)
+    assert (usage.model_calls, usage.units, usage.reached_model) == (0, 0, False)
 
 
 def _verified(**fields: Any) -> Candidate:

@@ -4,7 +4,9 @@
 counts as soon as it is attempted (a formation that reached the model uses its
 units), and the tokens each call reports are added as it returns, or, when it
 fails at its time or output bound, from the usage its error carries
-(`inputTokens` / `outputTokens` metadata, the model port's contract). Read it
+(`inputTokens` / `outputTokens` metadata, the model port's contract). A call
+that fails UNAVAILABLE with no usage reported never reached the model, and does
+not count: a formation retried after it costs nothing for that attempt. Read it
 after `form` returns OR raises, to meter the formation.
 """
 
@@ -15,7 +17,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel
 
 from jennah.domain.formation import formation_units
-from jennah.errors import Aborted, JennahError
+from jennah.errors import Aborted, JennahError, Unavailable
 from jennah.ports.model import LanguageModel
 from jennah.ports.prompts import parse_answer
 
@@ -71,7 +73,10 @@ def call_model(
     try:
         result = model.generate(prompt, schema, bounds.max_output_tokens, bounds.deadline_seconds)
     except JennahError as exc:
-        usage.add(_count(exc.metadata.get("inputTokens")), _count(exc.metadata.get("outputTokens")))
+        reported = _count(exc.metadata.get("inputTokens")), _count(exc.metadata.get("outputTokens"))
+        if isinstance(exc, Unavailable) and not any(reported):
+            usage.model_calls -= 1  # it never reached the model
+        usage.add(*reported)
         raise
     usage.add(result.input_tokens, result.output_tokens)
     if result.model:
