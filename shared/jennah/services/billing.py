@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import uuid
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel
 
@@ -33,7 +34,9 @@ from jennah.domain.billing import (
 )
 from jennah.ports.ledger import BillingSnapshot, UsageLedger
 from jennah.services.access import Access
-from jennah.services.formation.model_calls import FormationUsage
+
+if TYPE_CHECKING:  # at run time the formation package imports this module
+    from jennah.services.formation.model_calls import FormationUsage
 
 FORMATION_ID_PREFIX = "fu_"
 
