@@ -10,6 +10,7 @@ out when a test says so. The last section drives the same service through the AP
 
 from __future__ import annotations
 
+import json
 import re
 import threading
 import time
@@ -42,6 +43,7 @@ from jennah.domain.operations import (
     error_of,
 )
 from jennah.errors import ClientGone, JennahError
+from jennah.ports.model import ModelResult
 from jennah.ports.operations import OperationStore
 from jennah.ports.store import MemoryStore
 from jennah.ports.tasks import FormationTask
@@ -461,7 +463,10 @@ class CommitUnavailable:
 def test_a_transient_failure_is_retried_and_each_attempt_records_its_usage(
     world: World,
 ) -> None:
-    world.model.add(ONE_FACT, ONE_FACT)
+    world.model.add(
+        ModelResult(text=json.dumps(ONE_FACT), input_tokens=20_000, output_tokens=100),
+        ONE_FACT,
+    )  # attempt 1 uses 2 units (20,000 input tokens), attempt 2 uses 1
     operation = world.queued()
     flaky = CommitUnavailable(world.store)
     assert world.deliver(operation, store=flaky) is Outcome.RETRY
@@ -470,18 +475,46 @@ def test_a_transient_failure_is_retried_and_each_attempt_records_its_usage(
         OperationState.QUEUED, None, 1,
     )  # fmt: skip
     assert world.memory()["formation_keys"] == []
-    first_units = world.usage()[operation.formation_id or ""]
-    assert first_units >= 1
+    assert world.usage() == {operation.formation_id: 2}
 
     assert world.deliver(operation, "worker-b", store=flaky) is Outcome.ACK
     done = world.current(operation)
     assert (done.state, done.attempts) == (OperationState.SUCCEEDED, 2)
     assert len(world.model.calls) == 2
-    assert world.usage() == {
-        operation.formation_id: first_units,
-        f"{operation.formation_id}.2": operation_result(done).formation_units,
-    }
+    assert world.usage() == {operation.formation_id: 2, f"{operation.formation_id}.2": 1}
+    receipt = operation_result(done)
+    # the receipt is everything the request consumed: both attempts
+    assert receipt.formation_units == 3 and receipt.input_tokens > 20_000
+    (key,) = world.memory()["formation_keys"]
+    assert '"formation_units":3' in str(key)  # a replay reports the same
     assert world.in_progress() == 0
+
+
+def test_a_retried_attempt_is_admitted_again_and_refused_past_the_allowance(
+    world: World,
+) -> None:
+    world.ledger.put_billing(EnterpriseBilling(enterprise_id=ENTERPRISE, plan=Plan.PRO))
+    world.ledger.record_many([UsageRecord(
+        enterprise_id=ENTERPRISE, spent_in_scope="support-bot", caller=ROOT, model="scripted",
+        region="local", input_tokens=0, output_tokens=0, units=549, formation_id="fu_past",
+        recorded_at=world.clock(),
+    )])  # fmt: skip
+    world.model.add(ONE_FACT, ONE_FACT)
+    operation = world.queued()  # 549 of 550 units used: admitted
+    flaky = CommitUnavailable(world.store)
+    assert world.deliver(operation, store=flaky) is Outcome.RETRY  # attempt 1 used 1 unit
+    assert world.usage() == {"fu_past": 549, operation.formation_id: 1}
+
+    assert world.deliver(operation, "worker-b", store=flaky) is Outcome.ACK
+    failed = world.current(operation)
+    assert (failed.state, failed.attempts) == (OperationState.FAILED, 2)
+    assert failed.error is not None and failed.error.code == "RESOURCE_EXHAUSTED"
+    assert len(world.model.calls) == 1  # attempt 2 never reached the model
+    assert world.usage() == {"fu_past": 549, operation.formation_id: 1}  # nothing more spent
+    assert world.memory()["formation_keys"] == [] and world.in_progress() == 0
+    with pytest.raises(errors.ResourceExhausted) as raised:
+        operation_result(failed)
+    assert raised.value.reason == "FORMATION_ALLOWANCE_EXHAUSTED"
 
 
 def test_a_retry_after_a_failure_that_never_reached_the_model_costs_nothing(

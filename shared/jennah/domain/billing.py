@@ -14,6 +14,7 @@ not reset before the trial ends.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 
@@ -471,3 +472,24 @@ class UsageRecord(BaseModel):
     @property
     def reported_tokens(self) -> bool:
         return self.input_tokens > 0 or self.output_tokens > 0
+
+
+class Spent(BaseModel):
+    """What ledger records add up to: the attempts of one formation, whose receipt
+    reports everything the request consumed."""
+
+    model_config = ConfigDict(frozen=True)
+
+    units: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+
+def spent(records: Iterable[UsageRecord]) -> Spent:
+    """The units and tokens of `records`, added up."""
+    rows = list(records)
+    return Spent(
+        units=sum(r.units for r in rows),
+        input_tokens=sum(r.input_tokens for r in rows),
+        output_tokens=sum(r.output_tokens for r in rows),
+    )

@@ -26,6 +26,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
+from jennah.domain.billing import Spent
 from jennah.domain.formation import (
     MAX_CANDIDATES,
     FormationReceipt,
@@ -100,6 +101,7 @@ def run(
     *,
     usage: FormationUsage,
     checkpoint: Callable[[], None] | None = None,
+    spent_before: Spent | None = None,
     similarity_threshold: float = SIMILARITY_THRESHOLD,
 ) -> FormationReceipt:
     """Steps 3 to 7: the model calls, the checks in code, and ONE commit; the receipt.
@@ -107,9 +109,11 @@ def run(
     `usage` accumulates what the model calls spent, as they happen (read it after
     `run` returns or raises). `checkpoint`, when given, runs before each model call
     after the first (the reconciliation call) and before the commit: raising there
-    makes no further call and writes nothing (a cancelled operation). A formation
-    that writes no memory still commits its formationKey record (so a retry replays
-    the empty receipt) but no execution-log step.
+    makes no further call and writes nothing (a cancelled operation).
+    `spent_before` is what earlier attempts of the same formation recorded: the
+    receipt's units and tokens are everything the request consumed, theirs and this
+    attempt's. A formation that writes no memory still commits its formationKey
+    record (so a retry replays the empty receipt) but no execution-log step.
     """
     command = prepared.command
     context = PlanContext(
@@ -121,6 +125,7 @@ def run(
         checkpoint,
     )  # fmt: skip
     formation = build_plan(candidates, context, store)
+    before = spent_before or Spent()
     receipt = FormationReceipt(
         candidates=[c.outcome() for c in candidates],
         chunk_supersessions=len(formation.plan.chunk_supersessions),
@@ -129,9 +134,9 @@ def run(
         candidates_dropped=dropped,
         candidate_cap=MAX_CANDIDATES,
         execution_log_rows=formation.execution_log_rows,
-        formation_units=usage.units,
-        input_tokens=usage.input_tokens,
-        output_tokens=usage.output_tokens,
+        formation_units=before.units + usage.units,
+        input_tokens=before.input_tokens + usage.input_tokens,
+        output_tokens=before.output_tokens + usage.output_tokens,
         formation_key=command.formation_key,
     )
     _add_key_and_registration(formation, command, receipt, prepared.request_print)
