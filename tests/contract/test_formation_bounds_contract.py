@@ -3,6 +3,7 @@ usage kept), and empty formations (a successful receipt)."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from typing import Any
 
@@ -175,3 +176,42 @@ def test_every_call_is_bounded_as_asked(store: MemoryStore, scope: ScopeRef) -> 
     (call,) = model.calls
     assert (call.deadline_seconds, call.max_output_tokens) == (7.5, 1234)
     assert call.data["clock"] == RECEIVED.isoformat()
+
+
+def _tokyo_known(store: MemoryStore, scope: ScopeRef) -> dict[str, int]:
+    """A workspace holding "The user lives in Tokyo." (so a formation reconciles)."""
+    model = scripted(extraction(fact(TOKYO, [0], "I live in Tokyo")))
+    run(store, scope, [user("I live in Tokyo.")], model, received=at(2026, 8, 1))
+    return written_rows(store, scope)
+
+
+STILL_TOKYO = "The user still lives in Tokyo."
+
+
+def _still_tokyo(output_tokens: int) -> ModelResult:
+    answer = extraction(fact(STILL_TOKYO, [0], "I still live in Tokyo"))
+    return ModelResult(text=json.dumps(answer), input_tokens=50, output_tokens=output_tokens)
+
+
+def test_the_output_budget_bounds_both_calls_together(store: MemoryStore, scope: ScopeRef) -> None:
+    _tokyo_known(store, scope)
+    model = scripted(_still_tokyo(600), verdicts((STILL_TOKYO, "new", None)))
+    turns = [user("I still live in Tokyo.")]
+    receipt = run(store, scope, turns, model, max_output_tokens=800, output_token_budget=1_000)
+    assert decisions(receipt) == ["NEW"]
+    assert [call.max_output_tokens for call in model.calls] == [800, 400]  # 1,000 - 600
+
+
+def test_a_formation_whose_budget_is_spent_stops_before_reconciliation(
+    store: MemoryStore, scope: ScopeRef
+) -> None:
+    before = _tokyo_known(store, scope)
+    usage = FormationUsage()
+    model = scripted(_still_tokyo(1_000), verdicts((STILL_TOKYO, "new", None)))
+    turns = [user("I still live in Tokyo.")]
+    with pytest.raises(Aborted) as failed:
+        run(store, scope, turns, model, usage=usage, output_token_budget=1_000)
+    assert failed.value.reason == "FORMATION_OUTPUT_BOUND"
+    assert "1000 output tokens" in failed.value.message
+    assert len(model.calls) == 1 and written_rows(store, scope) == before
+    assert (usage.model_calls, usage.output_tokens, usage.units) == (1, 1_000, 1)

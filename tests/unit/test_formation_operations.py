@@ -534,6 +534,27 @@ def test_a_retry_after_a_failure_that_never_reached_the_model_costs_nothing(
     assert world.in_progress() == 0
 
 
+def test_on_free_what_is_left_of_the_day_bounds_both_calls_together(world: World) -> None:
+    world.model.add(ONE_FACT)
+    world.deliver(world.queued())  # "The user lives in Tokyo." is current memory
+    used = world.ledger.snapshot(ENTERPRISE, world.clock()).used.output_tokens
+    # 1,000 of Free's 50,000 output tokens are left today
+    world.ledger.record_many([UsageRecord(
+        enterprise_id=ENTERPRISE, spent_in_scope="support-bot", caller=ROOT, model="scripted",
+        region="local", input_tokens=0, output_tokens=49_000 - used, units=6,
+        formation_id="fu_earlier", recorded_at=world.clock(),
+    )])  # fmt: skip
+    still = _extraction(("The user lives in Tokyo now.", "I live in Tokyo now"))
+    verdict = {"decisions": [{"candidate_index": 0, "decision": "new"}]}
+    world.model.add(ModelResult(text=json.dumps(still), output_tokens=600), verdict)
+    operation = world.queued(formation([Turn(role=TurnRole.USER, content="I live in Tokyo now.")]))
+    assert world.deliver(operation) is Outcome.ACK
+    assert world.current(operation).state is OperationState.SUCCEEDED
+    extract, reconcile = world.model.calls[-2:]
+    assert (extract.data["task"], reconcile.data["task"]) == ("extract", "reconcile")
+    assert (extract.max_output_tokens, reconcile.max_output_tokens) == (1_000, 400)
+
+
 def test_a_defect_fails_the_operation_internal(world: World) -> None:
     operation = world.queued()
     world.model.add(lambda prompt, schema: 1 / 0)  # type: ignore[arg-type,return-value]

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from jennah.adapters.models.scripted import ScriptedModel
 from jennah.domain.formation import (
     CandidateKind,
     EntityRef,
@@ -16,7 +17,7 @@ from jennah.domain.formation import (
     render,
 )
 from jennah.domain.models import ScopeRef
-from jennah.errors import DeadlineExceeded, InvalidArgument, Unavailable
+from jennah.errors import Aborted, DeadlineExceeded, InvalidArgument, Unavailable
 from jennah.ports.model import ModelResult
 from jennah.ports.prompts import ExtractionAnswer
 from jennah.services.formation import FormationCommand, FormationUsage, estimate_input_tokens
@@ -102,6 +103,29 @@ def test_a_call_that_never_reached_the_model_does_not_count() -> None:
     with pytest.raises(Unavailable):
         call_model(_UnreachableModel(), "extraction", "p", {}, ExtractionAnswer, bounds, usage)
     assert (usage.model_calls, usage.units, usage.reached_model) == (0, 0, False)
+
+
+def test_the_output_budget_bounds_the_calls_together() -> None:
+    model = ScriptedModel(
+        [ModelResult(text='{"candidates": []}', output_tokens=60)] * 2
+    )  # fmt: skip
+    usage = FormationUsage()
+    bounds = CallBounds(deadline_seconds=2, max_output_tokens=80, output_token_budget=100)
+
+    def call() -> None:
+        call_model(model, "extraction", "p", {}, ExtractionAnswer, bounds, usage)
+
+    call()
+    assert model.calls[0].max_output_tokens == 80  # the per-call bound is the smaller
+    with pytest.raises(Aborted):  # 60 more is over the 40 the first call left
+        call()
+    assert model.calls[1].max_output_tokens == 40
+    assert (usage.model_calls, usage.output_tokens) == (2, 100)  # cut at its bound
+    with pytest.raises(Aborted) as spent:  # nothing left: no call at all
+        call()
+    assert spent.value.reason == "FORMATION_OUTPUT_BOUND"
+    assert "100 output tokens" in spent.value.message
+    assert len(model.calls) == 2 and usage.model_calls == 2
 
 
 def _verified(**fields: Any) -> Candidate:

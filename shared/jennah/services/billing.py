@@ -51,7 +51,8 @@ FORMATION_ID_PREFIX = "fu_"
 
 class AdmittedFormation(BaseModel):
     """A formation admitted by `admit_formation`: its id in the ledger and its bounds.
-    Build the FormationCommand with `input_token_cap` and `max_output_tokens`."""
+    Build the FormationCommand with `input_token_cap`, `max_output_tokens` and
+    `output_token_budget`."""
 
     enterprise_id: str
     formation_id: str
@@ -65,6 +66,12 @@ class AdmittedFormation(BaseModel):
     def max_output_tokens(self) -> int:
         """The bound of each model call (on Free, at most what is left of the day)."""
         return self.admission.max_output_tokens
+
+    @property
+    def output_token_budget(self) -> int | None:
+        """The bound of all its model calls together (on Free, what it reserved of the
+        day); None when only each call is bounded."""
+        return self.admission.output_token_budget
 
 
 def admit_formation(ledger: UsageLedger, caller: Caller, now: datetime) -> AdmittedFormation:

@@ -35,7 +35,9 @@ class FormationCommand(BaseModel):
     anything. `vocabulary` is the resolved vocabulary (entityClasses and
     relationTypes, as the vocabulary API returns it), resolved when the
     formation starts; None means classification is off. `deadline_seconds` and
-    `max_output_tokens` bound each model call, not the formation. `caller` is
+    `max_output_tokens` bound each model call; `output_token_budget`, when set,
+    bounds the output of all of them together (on Free, what the formation
+    reserved of the day's output tokens). `caller` is
     carried for usage metering; formation itself does not read it. An
     `observed_at` without a time zone is taken to be UTC; one later than the
     receipt time is refused.
@@ -51,6 +53,7 @@ class FormationCommand(BaseModel):
     vocabulary: dict[str, Any] | None = None
     deadline_seconds: float = DEFAULT_DEADLINE_SECONDS
     max_output_tokens: int = DEFAULT_MAX_OUTPUT_TOKENS
+    output_token_budget: int | None = None
 
 
 def estimate_input_tokens(rendered: RenderedConversation) -> int:

@@ -181,7 +181,9 @@ def _decide(
 ) -> tuple[list[Candidate], int]:
     """Extract, verify and reconcile: every kept candidate with its decision."""
     bounds = CallBounds(
-        deadline_seconds=command.deadline_seconds, max_output_tokens=command.max_output_tokens
+        deadline_seconds=command.deadline_seconds,
+        max_output_tokens=command.max_output_tokens,
+        output_token_budget=command.output_token_budget,
     )
     data = extraction_data(command.turns, context.boundary, structures, command.vocabulary)
     extracted, dropped = extract(model, data, bounds, usage)

@@ -449,7 +449,12 @@ def result(operation: FormationOperation) -> FormationReceipt:
 
 def _bounded(command: FormationCommand, admitted: AdmittedFormation) -> FormationCommand:
     """The command within the bounds its admission set."""
-    return command.model_copy(update={"max_output_tokens": admitted.max_output_tokens})
+    return command.model_copy(
+        update={
+            "max_output_tokens": admitted.max_output_tokens,
+            "output_token_budget": admitted.output_token_budget,
+        }
+    )
 
 
 def _caller_of(operation: FormationOperation) -> Caller:
