@@ -5,17 +5,20 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from datetime import timedelta
 from typing import Any
 
 import pytest
 
 from jennah.adapters.models.scripted import Slow
 from jennah.domain.formation import MAX_TURNS, SOURCE_STEP, SOURCE_TURNS, Turn, render
-from jennah.domain.models import ScopeRef
+from jennah.domain.models import Direction, ScopeRef
 from jennah.errors import Aborted, DeadlineExceeded, Internal, InvalidArgument
 from jennah.ports.model import ModelResult
 from jennah.ports.store import MemoryStore
 from jennah.services.formation import FormationUsage
+from jennah.services.formation.candidates import node_id
+from jennah.services.formation.command import OBSERVED_AT_SKEW
 from tests.contract.formation_support import (
     RECEIVED,
     assistant,
@@ -24,6 +27,7 @@ from tests.contract.formation_support import (
     decisions,
     extraction,
     fact,
+    relationship,
     run,
     scripted,
     user,
@@ -102,6 +106,34 @@ def test_input_under_the_cap_is_formed(store: MemoryStore, scope: ScopeRef) -> N
 
 def test_observed_at_in_the_future_is_refused(store: MemoryStore, scope: ScopeRef) -> None:
     assert "observedAt" in _refused(store, scope, [user("hi")], observed_at=at(2027))
+    skewed = RECEIVED + OBSERVED_AT_SKEW + timedelta(seconds=1)
+    message = _refused(store, scope, [user("hi")], observed_at=skewed)
+    assert "observedAt" in message and "more than 5 minutes later" in message
+
+
+@pytest.mark.parametrize("ahead", [timedelta(seconds=1), timedelta(minutes=4), OBSERVED_AT_SKEW])
+def test_observed_at_up_to_five_minutes_ahead_is_read_as_the_receipt_time(
+    store: MemoryStore, scope: ScopeRef, ahead: timedelta
+) -> None:
+    turns = [user("I live in Tokyo and I work at Alphaus.")]
+    model = scripted(
+        extraction(
+            fact(TOKYO, [0], "I live in Tokyo"),
+            relationship("the user", "WORKS_AT", "Alphaus", [0], "I work at Alphaus"),
+        )
+    )
+    receipt = run(store, scope, turns, model, observed_at=RECEIVED + ahead, formation_key="k")
+    assert decisions(receipt) == ["NEW", "NEW"]
+    assert model.calls[0].data["clock"] == RECEIVED.isoformat()  # the clock is the receipt's
+    assert chunk(store, scope, TOKYO, RECEIVED).valid_at == RECEIVED
+    (edge,) = store.edges_touching(scope, [node_id("the user")], [], Direction.OUTBOUND, None)
+    assert edge.valid_at == RECEIVED
+    # a resend of the same body a little later is the same request: its receipt replayed
+    again = run(
+        store, scope, turns, scripted(), observed_at=RECEIVED + ahead, formation_key="k",
+        received=RECEIVED + timedelta(seconds=30),
+    )  # fmt: skip
+    assert again.replay is True and again.candidates == receipt.candidates
 
 
 def test_an_empty_formation_is_a_successful_receipt(store: MemoryStore, scope: ScopeRef) -> None:

@@ -350,7 +350,8 @@ class FormRequest(WireRequest):
     observed_at: Timestamp | None = Field(
         default=None,
         description="When the conversation took place: the validAt of formed memory and the "
-        "boundary for revisions; absent means now (real-time formation)",
+        "boundary for revisions; absent means now (real-time formation). Up to 5 minutes "
+        "ahead of the receipt time (clock skew) is read as the receipt time; later is refused",
     )
     formation_key: str | None = Field(
         default=None,

@@ -46,6 +46,7 @@ from jennah.services.formation.command import (
     FormationCommand,
     check_input_cap,
     check_request,
+    observed_clock,
     utc,
 )
 from jennah.services.formation.conflicts import commit_plan
@@ -83,10 +84,12 @@ def prepare(
     that passes is ready to `run`: admit it against the allowance in between."""
     received_at = utc(received_at)
     check_request(command, received_at)
-    observed_at = utc(command.observed_at) if command.observed_at is not None else None
+    observed_at = observed_clock(command.observed_at, received_at)
     rendered = render(command.turns, observed_at or received_at)
     check_input_cap(command, rendered)
-    request_print = fingerprint(command.turns, observed_at)
+    # the observedAt sent, not the clock: a resend with the same body is the same request
+    sent = utc(command.observed_at) if command.observed_at is not None else None
+    request_print = fingerprint(command.turns, sent)
     replayed = replay(store, command, request_print)
     if replayed is not None:
         return replayed
