@@ -13,7 +13,7 @@ from jennah.domain.formation import (
     Decision,
     render,
 )
-from jennah.domain.models import Direction, ScopeRef
+from jennah.domain.models import Direction, MemoryType, ScopeRef
 from jennah.ports.store import MemoryStore
 from jennah.services.commands import NodeInput
 from jennah.services.formation.candidates import node_id
@@ -170,16 +170,26 @@ def test_attributes_are_validated_like_metadata(store: MemoryStore, scope: Scope
     assert "1024" in (receipt.candidates[1].rejection_reason or "")
 
 
-def test_a_fact_needs_a_memory_type_and_text(store: MemoryStore, scope: ScopeRef) -> None:
+def test_a_fact_needs_text_and_its_memory_type_is_never_lost(
+    store: MemoryStore, scope: ScopeRef
+) -> None:
+    named = {
+        LIVES: ("rumour", MemoryType.FACT),  # unknown: a fact, kept
+        "The user works at Alphaus.": ("Identity", MemoryType.IDENTITY),
+        "The user prefers tea.": ("preferences", MemoryType.PREFERENCE),
+        "Always reply in English.": ("instruction", MemoryType.DIRECTIVE),
+        "The user's team lead is Ana.": ("relationship", MemoryType.FACT),
+    }
     receipt = _form(
         store,
         scope,
-        fact(LIVES, [0], "I live in Tokyo", memory_type="rumour"),
+        *(fact(text, [0], "I live in Tokyo", memory_type=t) for text, (t, _) in named.items()),
         fact("  ", [0], "I live in Tokyo"),
-        fact("The user works at Alphaus.", [0], "I work at Alphaus", memory_type="Identity"),
     )
-    assert decisions(receipt) == ["REJECTED", "REJECTED", "NEW"]
-    assert "'rumour'" in (receipt.candidates[0].rejection_reason or "")
+    assert decisions(receipt) == ["NEW"] * len(named) + ["REJECTED"]
+    assert "no text" in (receipt.candidates[-1].rejection_reason or "")
+    for text, (_, memory_type) in named.items():
+        assert chunk(store, scope, text).type is memory_type
 
 
 def test_relationships_need_both_ends_and_a_relation(store: MemoryStore, scope: ScopeRef) -> None:

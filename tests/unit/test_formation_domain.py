@@ -13,12 +13,14 @@ from jennah.domain.formation import (
     TurnRole,
     describe,
     detect_structures,
+    fact_memory_type,
     fingerprint,
     formation_units,
     preserves_structure,
     quoted_in,
     render,
 )
+from jennah.domain.models import MemoryType
 
 CLOCK = datetime(2023, 5, 20, 12, 17, tzinfo=UTC)
 TURNS = [
@@ -184,3 +186,31 @@ def test_preserves_structure_only_when_kept_verbatim() -> None:
     assert not preserves_structure("Admon works the early shift.", structures)
     assert not preserves_structure(SHIFTS, [])
     assert not preserves_structure("x", [Structure(kind=StructureKind.CODE, text="  ")])
+
+
+@pytest.mark.parametrize(
+    ("named", "memory_type"),
+    [
+        ("fact", MemoryType.FACT),
+        ("", MemoryType.FACT),
+        ("Identity", MemoryType.IDENTITY),
+        ("identities", MemoryType.IDENTITY),
+        ("preferences", MemoryType.PREFERENCE),
+        ("USER_PREFERENCE", MemoryType.PREFERENCE),
+        ("likes", MemoryType.PREFERENCE),
+        ("directive", MemoryType.DIRECTIVE),
+        ("instruction", MemoryType.DIRECTIVE),
+        ("rules", MemoryType.DIRECTIVE),
+        ("standing instructions", MemoryType.DIRECTIVE),
+        ("constraints", MemoryType.CONSTRAINT),
+        ("dietary restriction", MemoryType.CONSTRAINT),
+        ("rule-preference", MemoryType.PREFERENCE),  # a type's own name before a synonym
+        ("relationship", MemoryType.FACT),  # a fact is never a relationship
+        ("rumour", MemoryType.FACT),
+        ("事実", MemoryType.FACT),
+    ],
+)
+def test_a_named_memory_type_maps_to_the_nearest_allowed_or_fact(
+    named: str, memory_type: MemoryType
+) -> None:
+    assert fact_memory_type(named) is memory_type

@@ -17,6 +17,8 @@ from enum import StrEnum
 
 from pydantic import BaseModel, Field
 
+from jennah.domain.models import MemoryType
+
 MAX_TURNS = 200
 MAX_CANDIDATES = 64
 MAX_FORMATION_KEY_LENGTH = 256
@@ -279,6 +281,51 @@ class ExtractedCandidate(BaseModel):
     subject: EntityRef | None = None
     relation: str | None = None
     object: EntityRef | None = None
+
+
+# What a model may call a fact's memory type, read as the allowed type it means. A fact
+# is never a relationship (relationships are their own kind of candidate).
+_MEMORY_TYPE_SYNONYMS: dict[str, MemoryType] = {
+    "profile": MemoryType.IDENTITY,
+    "biography": MemoryType.IDENTITY,
+    "instruction": MemoryType.DIRECTIVE,
+    "rule": MemoryType.DIRECTIVE,
+    "command": MemoryType.DIRECTIVE,
+    "guideline": MemoryType.DIRECTIVE,
+    "policy": MemoryType.DIRECTIVE,
+    "request": MemoryType.DIRECTIVE,
+    "like": MemoryType.PREFERENCE,
+    "dislike": MemoryType.PREFERENCE,
+    "favorite": MemoryType.PREFERENCE,
+    "favourite": MemoryType.PREFERENCE,
+    "taste": MemoryType.PREFERENCE,
+    "restriction": MemoryType.CONSTRAINT,
+    "limitation": MemoryType.CONSTRAINT,
+    "limit": MemoryType.CONSTRAINT,
+    "requirement": MemoryType.CONSTRAINT,
+    "relationship": MemoryType.FACT,
+}
+_FACT_TYPES = {t.value: t for t in MemoryType if t is not MemoryType.RELATIONSHIP}
+
+
+def fact_memory_type(named: str) -> MemoryType:
+    """The allowed memory type nearest to what extraction named a fact's: a type's own
+    name in any case or number ("Preferences"), else a synonym ("instruction" and
+    "rule" are directives), else `fact`. Never a relationship, never refused."""
+    words = [_singular(word) for word in re.findall(r"[a-z]+", named.casefold())]
+    for word in words:
+        if word in _FACT_TYPES:
+            return _FACT_TYPES[word]
+    for word in words:
+        if word in _MEMORY_TYPE_SYNONYMS:
+            return _MEMORY_TYPE_SYNONYMS[word]
+    return MemoryType.FACT
+
+
+def _singular(word: str) -> str:
+    if word.endswith("ies"):
+        return word[:-3] + "y"
+    return word[:-1] if word.endswith("s") and not word.endswith("ss") else word
 
 
 class CandidateOutcome(BaseModel):

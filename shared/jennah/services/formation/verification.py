@@ -11,12 +11,14 @@ against the conversation and the platform's rules before anything is reconciled.
   naming the key), must leave room for the platform's one or two provenance
   keys within the metadata bound (REJECTED, naming the limit), and must be
   valid metadata keys and values.
-- A fact needs a known memory type; a relationship needs a subject, a relation
-  and an object. The relation is recorded exactly as extracted (surrounding
-  spaces aside), in any script and whether or not the vocabulary declares it,
-  never rewritten: one longer than a stored relation (64 characters) or holding
-  a control character is REJECTED naming why. Entity classes are kept only
-  when the vocabulary declares them (otherwise the node has no class, never a
+- A fact's memory type is the allowed type nearest to what extraction named
+  (a synonym or plural read as the type, anything else `fact`): never a reason
+  to lose the fact. A relationship needs a subject, a relation and an object.
+  The relation is recorded exactly as extracted (surrounding spaces aside), in
+  any script and whether or not the vocabulary declares it, never rewritten:
+  one longer than a stored relation (64 characters) or holding a control
+  character is REJECTED naming why. Entity classes are kept only when the
+  vocabulary declares them (otherwise the node has no class, never a
   placeholder).
 """
 
@@ -26,14 +28,19 @@ import unicodedata
 from collections.abc import Collection, Sequence
 
 from jennah.domain import rules
-from jennah.domain.formation import PLATFORM_PREFIX, EntityRef, Turn, is_blank, quoted_in
-from jennah.domain.models import MemoryType
+from jennah.domain.formation import (
+    PLATFORM_PREFIX,
+    EntityRef,
+    Turn,
+    fact_memory_type,
+    is_blank,
+    quoted_in,
+)
 from jennah.errors import InvalidArgument
 from jennah.services.formation.candidates import Candidate, EdgeShape, Entity, node_id
 
 MAX_ENTITY_NAME_LENGTH = 256  # a node label's bound (memory:commit's)
 MAX_RELATION_LENGTH = 64  # a stored edge's relation (graph_edges.relation)
-_MEMORY_TYPES = ", ".join(t.value for t in MemoryType if t is not MemoryType.RELATIONSHIP)
 
 
 class _Rejected(Exception):
@@ -47,7 +54,7 @@ def verify(candidate: Candidate, turns: Sequence[Turn], entity_classes: Collecti
         candidate.source_turns = _attribution(candidate, turns)
         _check_attributes(candidate)
         if candidate.is_fact:
-            candidate.memory_type = _memory_type(candidate)
+            candidate.memory_type = fact_memory_type(candidate.extracted.memory_type)
         else:
             candidate.edge = _edge_shape(candidate, entity_classes)
     except _Rejected as rejected:
@@ -103,20 +110,6 @@ def _check_attributes(candidate: Candidate) -> None:
         rules.validate_metadata(attributes, "attributes")
     except InvalidArgument as invalid:
         raise _Rejected(invalid.message) from None
-
-
-def _memory_type(candidate: Candidate) -> MemoryType:
-    value = candidate.extracted.memory_type.strip().lower() or MemoryType.FACT.value
-    try:
-        memory_type = MemoryType(value)
-    except ValueError:
-        memory_type = MemoryType.RELATIONSHIP
-    if memory_type is MemoryType.RELATIONSHIP:
-        raise _Rejected(
-            f"memory type {candidate.extracted.memory_type!r} is not a fact's; use one of "
-            f"{_MEMORY_TYPES}"
-        )
-    return memory_type
 
 
 def _edge_shape(candidate: Candidate, entity_classes: Collection[str]) -> EdgeShape:
