@@ -382,8 +382,8 @@ class Formation:
             # client this is the formation, not a replay
             return public_receipt(prepared.model_copy(update={"replay": not own_key}))
         attempt = operation.attempts
-        admitted = admit_attempt(self.ledger, held.admitted, attempt, self.now())
         earlier = spent_before(self.ledger, held.admitted, attempt)
+        admitted = admit_attempt(self.ledger, held.admitted, attempt, self.now())
         prepared = replace(prepared, command=_bounded(prepared.command, admitted))
         try:
             receipt = self._form(prepared, operation, worker, spend, earlier)
