@@ -263,6 +263,28 @@ def test_a_table_kept_verbatim_preserves_structure(store: MemoryStore, scope: Sc
     ]
 
 
+def test_github_flavoured_tables_and_fences_are_structure(
+    store: MemoryStore, scope: ScopeRef
+) -> None:
+    rota = "agent | shift\n:-- | --:\nAdmon | early"  # no outer pipes, aligned
+    readme = "````md\n```sh\nmake deploy\n```\n````"  # ``` inside ```` does not close it
+    turns = [user(f"Rota:\n{rota}\n\nREADME:\n{readme}\n")]
+    kept = f"The rota:\n{rota}"
+    model = scripted(
+        extraction(fact(kept, [0], "Admon | early"), fact("Deploy with make.", [0], "make"))
+    )
+    receipt = run(store, scope, turns, model)
+
+    assert [c.preserves_structure for c in receipt.candidates] == [True, False]
+    assert model.calls[0].data["structures"] == [
+        {"turnIndex": 0, "kind": "table", "text": rota},
+        {"turnIndex": 0, "kind": "code block", "text": readme},
+    ]
+    assert receipt.summarized_structures == [
+        SummarizedStructures(turn_index=0, description="1 code block", summarized_count=1)
+    ]
+
+
 def test_a_summarized_table_is_reported(store: MemoryStore, scope: ScopeRef) -> None:
     model = scripted(
         extraction(

@@ -202,8 +202,8 @@ def test_a_closed_fact_stated_now_starts_at_the_receipt_time(
 
 
 def test_nothing_written_means_no_step(store: MemoryStore, scope: ScopeRef) -> None:
-    model = scripted(extraction(fact(TOKYO, [0], "not in the conversation")))
-    receipt = run(store, scope, CONVERSATION, model)
+    rejected = fact(TOKYO, [0], "Tokyo", attributes={"jennah.source_step": "frm_x"})
+    receipt = run(store, scope, CONVERSATION, scripted(extraction(rejected)))
     assert decisions(receipt) == ["REJECTED"] and receipt.execution_log_rows == 0
     assert store.get_step(scope, render(CONVERSATION, RECEIVED).step_id) is None
 

@@ -13,7 +13,7 @@ from jennah.domain.formation import (
     Decision,
     render,
 )
-from jennah.domain.models import Direction, ScopeRef
+from jennah.domain.models import Direction, MemoryType, ScopeRef
 from jennah.ports.store import MemoryStore
 from jennah.services.commands import NodeInput
 from jennah.services.formation.candidates import node_id
@@ -80,20 +80,47 @@ def test_usable_attribution_records_ascending_turns_and_evidence(
     ]
 
 
-def test_a_quote_not_in_the_cited_turns_is_rejected(store: MemoryStore, scope: ScopeRef) -> None:
+def test_a_quote_differing_only_by_case_quotation_marks_or_spacing_attributes(
+    store: MemoryStore, scope: ScopeRef
+) -> None:
+    turns = [
+        user("I'm moving to Osaka.\nMy manager  said \u201cship it on Friday\u201d."),
+        assistant("Noted."),
+    ]
+    moving, shipping = "The user is moving to Osaka.", "The user's manager said to ship Friday."
+    model = scripted(
+        extraction(
+            fact(moving, [0], "i\u2019M MOVING to osaka"),  # case and a curly apostrophe
+            fact(shipping, [0], 'Osaka. my manager said\n"SHIP it   on friday"'),  # spacing
+        )
+    )
+    receipt = run(store, scope, turns, model)
+    assert decisions(receipt) == ["NEW", "NEW"]
+    step = render(turns, RECEIVED).step_id
+    for text in (moving, shipping):
+        assert chunk(store, scope, text).metadata == {SOURCE_STEP: step, SOURCE_TURNS: "0"}
+
+
+def test_an_unusable_attribution_drops_source_turns_never_the_fact(
+    store: MemoryStore, scope: ScopeRef
+) -> None:
+    kyoto, alphaus, tea = (
+        "The user lives in Kyoto.", "The user works at Alphaus.", "The user likes tea."
+    )  # fmt: skip
     receipt = _form(
         store,
         scope,
-        fact(LIVES, [2], "I live in Tokyo"),  # said in turn 0, not 2
-        fact("The user lives in Kyoto.", [0], "I live in Kyoto"),
-        fact("The user works at Alphaus.", [], "I   work at\nAlphaus"),  # anywhere; spacing aside
-        fact("The user likes tea.", [0], ""),
+        fact(LIVES, [2], "I live in Tokyo"),  # said in turn 0, not in the turn it cites
+        fact(kyoto, [0], "I live in Kyoto"),  # in no turn at all
+        fact(alphaus, [], "I work at Alphaus"),  # no turn cited
+        fact(tea, [0], ""),  # no quote
     )
-    assert decisions(receipt) == ["REJECTED", "REJECTED", "NEW", "REJECTED"]
-    assert "does not appear in turn 2" in (receipt.candidates[0].rejection_reason or "")
-    assert "'I live in Kyoto'" in (receipt.candidates[1].rejection_reason or "")
-    assert "no quote" in (receipt.candidates[3].rejection_reason or "")
-    assert written_rows(store, scope)["memory_records"] == 1
+    assert decisions(receipt) == ["NEW", "NEW", "NEW", "NEW"]
+    assert all(c.rejection_reason is None for c in receipt.candidates)
+    for text in (LIVES, kyoto, alphaus, tea):
+        assert chunk(store, scope, text).metadata == {SOURCE_STEP: STEP}  # no source_turns
+    refs = sorted(ref for _, ref, _ in evidence_lines(store, scope))
+    assert refs == [f"conv://{scope.scope_id}/{STEP}"] * 4  # the conversation, no turn
 
 
 def test_reserved_attribute_keys_are_rejected_naming_the_key(
@@ -143,16 +170,26 @@ def test_attributes_are_validated_like_metadata(store: MemoryStore, scope: Scope
     assert "1024" in (receipt.candidates[1].rejection_reason or "")
 
 
-def test_a_fact_needs_a_memory_type_and_text(store: MemoryStore, scope: ScopeRef) -> None:
+def test_a_fact_needs_text_and_its_memory_type_is_never_lost(
+    store: MemoryStore, scope: ScopeRef
+) -> None:
+    named = {
+        LIVES: ("rumour", MemoryType.FACT),  # unknown: a fact, kept
+        "The user works at Alphaus.": ("Identity", MemoryType.IDENTITY),
+        "The user prefers tea.": ("preferences", MemoryType.PREFERENCE),
+        "Always reply in English.": ("instruction", MemoryType.DIRECTIVE),
+        "The user's team lead is Ana.": ("relationship", MemoryType.FACT),
+    }
     receipt = _form(
         store,
         scope,
-        fact(LIVES, [0], "I live in Tokyo", memory_type="rumour"),
+        *(fact(text, [0], "I live in Tokyo", memory_type=t) for text, (t, _) in named.items()),
         fact("  ", [0], "I live in Tokyo"),
-        fact("The user works at Alphaus.", [0], "I work at Alphaus", memory_type="Identity"),
     )
-    assert decisions(receipt) == ["REJECTED", "REJECTED", "NEW"]
-    assert "'rumour'" in (receipt.candidates[0].rejection_reason or "")
+    assert decisions(receipt) == ["NEW"] * len(named) + ["REJECTED"]
+    assert "no text" in (receipt.candidates[-1].rejection_reason or "")
+    for text, (_, memory_type) in named.items():
+        assert chunk(store, scope, text).type is memory_type
 
 
 def test_relationships_need_both_ends_and_a_relation(store: MemoryStore, scope: ScopeRef) -> None:
@@ -161,11 +198,55 @@ def test_relationships_need_both_ends_and_a_relation(store: MemoryStore, scope: 
         scope,
         relationship("the user", "WORKS_AT", "", [0], "work at Alphaus"),
         relationship("the user", "  ", "Alphaus", [0], "work at Alphaus"),
-        relationship("the user", "works at", "Alphaus", [0], "work at Alphaus"),
+        relationship("the user", " works at ", "Alphaus", [0], "work at Alphaus"),
     )
     assert decisions(receipt) == ["REJECTED", "REJECTED", "NEW"]
     (edge,) = store.edges_touching(scope, [node_id("the user")], [], Direction.OUTBOUND, None)
-    assert edge.relation == "works_at"  # as extracted, made a valid relation name
+    assert edge.relation == "works at"  # as extracted (surrounding spaces aside)
+
+
+def test_relations_are_recorded_exactly_as_extracted_in_any_script(
+    store: MemoryStore, scope: ScopeRef
+) -> None:
+    relations = ["勤務先", "работает_в", "is Ana's manager (since 2020)", "R" * 64]
+    receipt = _form(
+        store,
+        scope,
+        *(relationship("the user", r, f"Org {i}", [0], "Alphaus") for i, r in enumerate(relations)),
+        relationship("the user", "R" * 65, "Org 9", [0], "Alphaus"),
+        relationship("the user", "works\nat", "Org 10", [0], "Alphaus"),
+    )
+    assert decisions(receipt) == ["NEW"] * 4 + ["REJECTED"] * 2
+    assert "65 characters; at most 64" in (receipt.candidates[4].rejection_reason or "")
+    assert "control character" in (receipt.candidates[5].rejection_reason or "")
+    edges = store.edges_touching(scope, [node_id("the user")], [], Direction.OUTBOUND, None)
+    assert sorted(e.relation for e in edges) == sorted(relations)
+    (japanese,) = store.edges_touching(
+        scope, [node_id("the user")], ["勤務先"], Direction.OUTBOUND, None
+    )
+    assert japanese.target == node_id("Org 0")
+
+
+def test_entity_classes_of_any_script_come_from_the_vocabulary(
+    store: MemoryStore, scope: ScopeRef
+) -> None:
+    vocabulary = {
+        "entityClasses": [{"name": "人物", "description": ""}, {"name": "組織", "description": ""}],
+        "relationTypes": [{"name": "勤務先", "description": ""}],
+    }
+    model = scripted(
+        extraction(
+            relationship(
+                "the user", "勤務先", "Alphaus", [0], "work at Alphaus",
+                subject_class="人物", object_class="会社",
+            )
+        )
+    )  # fmt: skip
+    run(store, scope, TURNS, model, vocabulary=vocabulary)
+    nodes = store.get_nodes(scope, [node_id("the user"), node_id("Alphaus")])
+    assert {n.label: n.node_type for n in nodes} == {
+        "the user": "人物", "Alphaus": None,  # 会社 is not declared: no class
+    }  # fmt: skip
 
 
 def test_entity_classes_come_only_from_the_vocabulary(store: MemoryStore, scope: ScopeRef) -> None:
@@ -213,7 +294,8 @@ def test_a_rejected_candidate_never_reaches_reconciliation(
     store: MemoryStore, scope: ScopeRef
 ) -> None:
     _form(store, scope, fact(LIVES, [0], "I live in Tokyo"))
-    model = scripted(extraction(fact("The user lives in Osaka.", [0], "I never said this")))
+    osaka = fact("The user lives in Osaka.", [0], "Osaka", attributes={"jennah.x": "1"})
+    model = scripted(extraction(osaka))
     receipt = run(store, scope, [user("I moved to Osaka.")], model)
     assert len(model.calls) == 1 and decisions(receipt) == ["REJECTED"]
     assert receipt.candidates[0].matched_id is None

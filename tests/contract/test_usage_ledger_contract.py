@@ -33,6 +33,7 @@ from jennah.domain.billing import (
     Consumption,
     EnterpriseBilling,
     Plan,
+    Spent,
     UsageDimension,
     UsageRecord,
 )
@@ -432,6 +433,79 @@ def test_settling_twice_records_once(ledger: UsageLedger, enterprise: str) -> No
     assert ledger.snapshot(enterprise, NOW).used == Consumption(
         formations=1, units=1, output_tokens=500
     )
+
+
+def test_the_records_of_a_formations_attempts_are_read_back(
+    ledger: UsageLedger, enterprise: str
+) -> None:
+    first = record(enterprise, NOW, input_tokens=20_000, output_tokens=100, units=2)
+    first = first.model_copy(update={"formation_id": "fu_a", "formation_key": "k"})
+    third = record(enterprise, NOW + timedelta(minutes=3)).model_copy(
+        update={"formation_id": "fu_a.3"}
+    )
+    other = record(enterprise, NOW).model_copy(update={"formation_id": "fu_b"})
+    elsewhere = record(f"{enterprise}-other", NOW).model_copy(update={"formation_id": "fu_a.2"})
+    put(ledger, first, third, other, elsewhere)
+    found = ledger.recorded(enterprise, ["fu_a", "fu_a.2", "fu_a.3", "fu_a"])
+    assert sorted(found, key=lambda r: r.formation_id) == [first, third]
+    assert ledger.recorded(enterprise, []) == []
+    assert ledger.recorded(enterprise, ["fu_never"]) == []
+
+
+def test_each_attempt_is_admitted_again_and_recorded_under_its_own_id(
+    ledger: UsageLedger, enterprise: str
+) -> None:
+    set_plan(ledger, enterprise, Plan.PRO)
+    root = Caller(enterprise_id=enterprise, principal="user:root")
+    admitted = billing_service.admit_formation(ledger, root, NOW)
+    first = FormationUsage(model_calls=1, input_tokens=20_000, output_tokens=10, model="m")
+
+    def settle(attempt: billing_service.AdmittedFormation, usage: FormationUsage) -> None:
+        billing_service.settle_formation(
+            ledger, attempt, scope_id="bot", caller=root, usage=usage,
+            formation_key="k", now=NOW,
+        )  # fmt: skip
+
+    settle(admitted, first)  # attempt 1 reached the model, then failed transiently
+    second = billing_service.admit_attempt(ledger, admitted, 2, NOW)
+    assert second.formation_id == f"{admitted.formation_id}.2"
+    assert ledger.snapshot(enterprise, NOW).in_progress.formations == 1
+    assert billing_service.spent_before(ledger, admitted, 2) == Spent(
+        units=2, input_tokens=20_000, output_tokens=10
+    )
+    settle(second, FormationUsage(model_calls=1, input_tokens=5, output_tokens=5, model="m"))
+    assert billing_service.spent_before(ledger, admitted, 3) == Spent(
+        units=3, input_tokens=20_005, output_tokens=15
+    )
+    assert ledger.snapshot(enterprise, NOW).used == Consumption(
+        formations=2, units=3, output_tokens=15
+    )
+    # attempt 3 crashes holding its reservation: attempt 4 releases it when admitted
+    crashed = billing_service.admit_attempt(ledger, admitted, 3, NOW)
+    fourth = billing_service.admit_attempt(ledger, admitted, 4, NOW)
+    assert ledger.snapshot(enterprise, NOW).in_progress.formations == 1  # only attempt 4's
+    billing_service.release(ledger, admitted, 4)
+    assert ledger.snapshot(enterprise, NOW).in_progress == Consumption()
+    assert (crashed.formation_id, fourth.formation_id) == (
+        f"{admitted.formation_id}.3", f"{admitted.formation_id}.4",
+    )  # fmt: skip
+
+
+def test_a_retried_attempt_past_the_allowance_is_refused(
+    ledger: UsageLedger, enterprise: str
+) -> None:
+    set_plan(ledger, enterprise, Plan.PRO)
+    spend_units(ledger, enterprise, 549)
+    root = Caller(enterprise_id=enterprise, principal="user:root")
+    admitted = billing_service.admit_formation(ledger, root, NOW)
+    billing_service.settle_formation(
+        ledger, admitted, scope_id="bot", caller=root,
+        usage=FormationUsage(model_calls=1, model="m"), formation_key=None, now=NOW,
+    )  # fmt: skip
+    with pytest.raises(ResourceExhausted) as refused:
+        billing_service.admit_attempt(ledger, admitted, 2, NOW)
+    assert refused.value.reason == ALLOWANCE_REASON
+    assert ledger.snapshot(enterprise, NOW).in_progress == Consumption()
 
 
 def test_replay_and_refusals_record_nothing(

@@ -41,6 +41,18 @@ CLASSES = Vocabulary(entity_classes=(PERSON, ORGANIZATION), relation_types=(WORK
 EMPTY = Vocabulary()
 RELATIONS_ONLY = Vocabulary(relation_types=(RelationType(name="KNOWS", description="met"),))
 TICKETS = Vocabulary(entity_classes=(EntityClass(name="Ticket", description="a support case"),))
+# Names of any script (letters, with their marks, and digits) declared as the spec allows.
+ANY_SCRIPT = validated(
+    Vocabulary(
+        entity_classes=(EntityClass(name="人物", description="個人"), EntityClass(name="कर्मचारी")),
+        relation_types=(
+            RelationType(
+                name="勤務先",
+                signatures=(Signature(source_class="人物", target_class="कर्मचारी"),),
+            ),
+        ),
+    )
+)
 
 
 def _sqlite_vocabularies(tmp_path: Path) -> Iterator[VocabularyStore]:
@@ -105,7 +117,7 @@ def test_both_levels_start_absent(vocabularies: VocabularyStore, enterprise: str
 
 
 @pytest.mark.parametrize("scope_id", [None, "bot.support"])
-@pytest.mark.parametrize("vocabulary", [CLASSES, EMPTY, RELATIONS_ONLY])
+@pytest.mark.parametrize("vocabulary", [CLASSES, EMPTY, RELATIONS_ONLY, ANY_SCRIPT])
 def test_a_declaration_round_trips_in_each_state(
     vocabularies: VocabularyStore, enterprise: str, scope_id: str | None, vocabulary: Vocabulary
 ) -> None:

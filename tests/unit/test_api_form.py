@@ -215,6 +215,15 @@ def test_an_empty_formation_is_a_successful_receipt(api: Api) -> None:
         "execution_log_steps", [])]  # fmt: skip
 
 
+def test_a_turn_without_content_is_accepted_beside_others(api: Api) -> None:
+    tool_only = {"role": "TURN_ROLE_ASSISTANT"}  # proto3 JSON leaves an empty content out
+    turns = [TOKYO["turns"][0], tool_only, {"role": "TURN_ROLE_TOOL_RESULT", "content": ""}]
+    body = ok(api.post(FORM, {"turns": turns}))
+    assert body["candidates"] and body["executionLogRows"] == "1"
+    (step,) = rows(api)["execution_log_steps"]
+    assert "\n[turn 1] assistant:\n\n[turn 2] tool result:\n\n" in step[3]  # tool_input
+
+
 def test_the_first_formation_creates_the_agent_workspace(api: Api) -> None:
     ok(api.post(FORM, TOKYO))
     (agent,) = ok(api.get("/v1/agents"))["agents"]
@@ -289,7 +298,7 @@ def silent(tmp_path: Path) -> Iterator[tuple[Api, ScriptedModel]]:
         ({"turns": []}, "turns", "1 to 200"),
         ({"turns": [user("x")], "formationKey": "k" * 257}, "formationKey", "256"),
         ({"turns": [user("x")], "formationKey": ""}, "formationKey", "empty"),
-        ({"turns": [user("   ")]}, "turns[0].content", "empty"),
+        ({"turns": [user("   "), {"role": "TURN_ROLE_ASSISTANT"}]}, "turns", "every turn is blank"),
         ({"turns": [user("x" * 70_000)]}, "turns", "8,192 tokens"),  # Free, the default plan
         ({"turns": [user("x")], "observedAt": "2099-01-01T00:00:00Z"}, "observedAt", "future"),
         ({"turns": [user("x")], "observedAt": "yesterday"}, "observedAt", "RFC 3339"),

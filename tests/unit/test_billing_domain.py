@@ -196,6 +196,7 @@ def test_below_the_allowance_a_formation_is_admitted_with_a_one_unit_reservation
     admission = admit(settings(Plan.PRO), units(549), Consumption(), AT)
     assert admission.reserved == Consumption(formations=1, units=1, output_tokens=0)
     assert admission.max_output_tokens == 65_536
+    assert admission.output_token_budget is None  # units: each call is bounded alone
     assert not admission.in_overage
 
 
@@ -226,9 +227,10 @@ def test_on_free_a_formation_may_produce_at_most_what_is_left_of_the_day() -> No
     free = settings(Plan.FREE)
     plenty = admit(free, Consumption(output_tokens=1_000), Consumption(), AT)
     assert plenty.max_output_tokens == 32_768
-    assert plenty.reserved.output_tokens == 32_768
+    assert plenty.reserved.output_tokens == plenty.output_token_budget == 32_768
     little = admit(free, Consumption(output_tokens=45_000), Consumption(), AT)
     assert little.max_output_tokens == 5_000
+    assert little.output_token_budget == 5_000  # both calls together, not each
     assert little.input_token_cap == 8_192
 
 

@@ -10,6 +10,7 @@ out when a test says so. The last section drives the same service through the AP
 
 from __future__ import annotations
 
+import json
 import re
 import threading
 import time
@@ -42,6 +43,7 @@ from jennah.domain.operations import (
     error_of,
 )
 from jennah.errors import ClientGone, JennahError
+from jennah.ports.model import ModelResult
 from jennah.ports.operations import OperationStore
 from jennah.ports.store import MemoryStore
 from jennah.ports.tasks import FormationTask
@@ -397,6 +399,35 @@ def test_a_cancel_while_running_writes_nothing_but_records_usage(world: World) -
         operation_result(cancelled)
 
 
+def test_a_client_gone_during_extraction_stops_before_the_reconciliation_call(
+    world: World,
+) -> None:
+    world.model.add(ONE_FACT)
+    world.deliver(world.queued())  # "The user lives in Tokyo." is current memory
+    before = world.memory()
+    moved = [Turn(role=TurnRole.USER, content="I live in Tokyo now.")]
+    now_in_tokyo = _extraction(("The user lives in Tokyo now.", "I live in Tokyo now"))
+    operation = world.queued(formation(moved))
+
+    def client_goes_meanwhile(prompt: str, schema: dict[str, Any]) -> dict[str, Any]:
+        world.operations.cancel(ENTERPRISE, operation.operation_id, world.clock())
+        return now_in_tokyo
+
+    world.model.add(client_goes_meanwhile)
+    assert world.deliver(operation) is Outcome.ACK
+    cancelled = world.current(operation)
+    assert cancelled.state is OperationState.CANCELLED and cancelled.receipt_json is None
+    assert world.memory() == before  # nothing written
+    assert [c.data["task"] for c in world.model.calls] == ["extract", "extract"]  # no reconcile
+    assert world.usage()[operation.formation_id or ""] >= 1 and world.in_progress() == 0
+
+    # the same formation with its client still there does reach reconciliation
+    verdict = {"decisions": [{"candidate_index": 0, "decision": "new"}]}
+    world.model.add(now_in_tokyo, verdict)
+    world.deliver(world.queued(formation(moved)))
+    assert [c.data["task"] for c in world.model.calls[2:]] == ["extract", "reconcile"]
+
+
 def test_a_model_past_its_time_bound_fails_the_operation_and_records_usage(
     world: World,
 ) -> None:
@@ -432,7 +463,10 @@ class CommitUnavailable:
 def test_a_transient_failure_is_retried_and_each_attempt_records_its_usage(
     world: World,
 ) -> None:
-    world.model.add(ONE_FACT, ONE_FACT)
+    world.model.add(
+        ModelResult(text=json.dumps(ONE_FACT), input_tokens=20_000, output_tokens=100),
+        ONE_FACT,
+    )  # attempt 1 uses 2 units (20,000 input tokens), attempt 2 uses 1
     operation = world.queued()
     flaky = CommitUnavailable(world.store)
     assert world.deliver(operation, store=flaky) is Outcome.RETRY
@@ -441,18 +475,84 @@ def test_a_transient_failure_is_retried_and_each_attempt_records_its_usage(
         OperationState.QUEUED, None, 1,
     )  # fmt: skip
     assert world.memory()["formation_keys"] == []
-    first_units = world.usage()[operation.formation_id or ""]
-    assert first_units >= 1
+    assert world.usage() == {operation.formation_id: 2}
 
     assert world.deliver(operation, "worker-b", store=flaky) is Outcome.ACK
     done = world.current(operation)
     assert (done.state, done.attempts) == (OperationState.SUCCEEDED, 2)
     assert len(world.model.calls) == 2
-    assert world.usage() == {
-        operation.formation_id: first_units,
-        f"{operation.formation_id}.2": operation_result(done).formation_units,
-    }
+    assert world.usage() == {operation.formation_id: 2, f"{operation.formation_id}.2": 1}
+    receipt = operation_result(done)
+    # the receipt is everything the request consumed: both attempts
+    assert receipt.formation_units == 3 and receipt.input_tokens > 20_000
+    (key,) = world.memory()["formation_keys"]
+    assert '"formation_units":3' in str(key)  # a replay reports the same
     assert world.in_progress() == 0
+
+
+def test_a_retried_attempt_is_admitted_again_and_refused_past_the_allowance(
+    world: World,
+) -> None:
+    world.ledger.put_billing(EnterpriseBilling(enterprise_id=ENTERPRISE, plan=Plan.PRO))
+    world.ledger.record_many([UsageRecord(
+        enterprise_id=ENTERPRISE, spent_in_scope="support-bot", caller=ROOT, model="scripted",
+        region="local", input_tokens=0, output_tokens=0, units=549, formation_id="fu_past",
+        recorded_at=world.clock(),
+    )])  # fmt: skip
+    world.model.add(ONE_FACT, ONE_FACT)
+    operation = world.queued()  # 549 of 550 units used: admitted
+    flaky = CommitUnavailable(world.store)
+    assert world.deliver(operation, store=flaky) is Outcome.RETRY  # attempt 1 used 1 unit
+    assert world.usage() == {"fu_past": 549, operation.formation_id: 1}
+
+    assert world.deliver(operation, "worker-b", store=flaky) is Outcome.ACK
+    failed = world.current(operation)
+    assert (failed.state, failed.attempts) == (OperationState.FAILED, 2)
+    assert failed.error is not None and failed.error.code == "RESOURCE_EXHAUSTED"
+    assert len(world.model.calls) == 1  # attempt 2 never reached the model
+    assert world.usage() == {"fu_past": 549, operation.formation_id: 1}  # nothing more spent
+    assert world.memory()["formation_keys"] == [] and world.in_progress() == 0
+    with pytest.raises(errors.ResourceExhausted) as raised:
+        operation_result(failed)
+    assert raised.value.reason == "FORMATION_ALLOWANCE_EXHAUSTED"
+
+
+def test_a_retry_after_a_failure_that_never_reached_the_model_costs_nothing(
+    world: World,
+) -> None:
+    unreachable = errors.Unavailable("the model call could not reach Vertex AI: refused")
+    world.model.add(unreachable, ONE_FACT)
+    operation = world.queued()
+    assert world.deliver(operation) is Outcome.RETRY
+    assert world.usage() == {} and len(world.model.calls) == 1
+
+    assert world.deliver(operation, "worker-b") is Outcome.ACK
+    done = world.current(operation)
+    assert (done.state, done.attempts) == (OperationState.SUCCEEDED, 2)
+    units = operation_result(done).formation_units
+    assert world.usage() == {f"{operation.formation_id}.2": units} and units >= 1
+    assert world.in_progress() == 0
+
+
+def test_on_free_what_is_left_of_the_day_bounds_both_calls_together(world: World) -> None:
+    world.model.add(ONE_FACT)
+    world.deliver(world.queued())  # "The user lives in Tokyo." is current memory
+    used = world.ledger.snapshot(ENTERPRISE, world.clock()).used.output_tokens
+    # 1,000 of Free's 50,000 output tokens are left today
+    world.ledger.record_many([UsageRecord(
+        enterprise_id=ENTERPRISE, spent_in_scope="support-bot", caller=ROOT, model="scripted",
+        region="local", input_tokens=0, output_tokens=49_000 - used, units=6,
+        formation_id="fu_earlier", recorded_at=world.clock(),
+    )])  # fmt: skip
+    still = _extraction(("The user lives in Tokyo now.", "I live in Tokyo now"))
+    verdict = {"decisions": [{"candidate_index": 0, "decision": "new"}]}
+    world.model.add(ModelResult(text=json.dumps(still), output_tokens=600), verdict)
+    operation = world.queued(formation([Turn(role=TurnRole.USER, content="I live in Tokyo now.")]))
+    assert world.deliver(operation) is Outcome.ACK
+    assert world.current(operation).state is OperationState.SUCCEEDED
+    extract, reconcile = world.model.calls[-2:]
+    assert (extract.data["task"], reconcile.data["task"]) == ("extract", "reconcile")
+    assert (extract.max_output_tokens, reconcile.max_output_tokens) == (1_000, 400)
 
 
 def test_a_defect_fails_the_operation_internal(world: World) -> None:

@@ -134,15 +134,25 @@ def test_names_at_the_length_limit_and_one_past_it() -> None:
     )
 
 
-@pytest.mark.parametrize("name", ["Person_2", "crm.Contact", "sub-type", "A", "9"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "Person_2", "crm.Contact", "sub-type", "A", "9",
+        "Persón", "人物", "勤務先", "Организация", "कर्मचारी", "Cafe\u0301", "٣_أ",
+    ],  # letters of any script, with the marks written on them, and digits
+)  # fmt: skip
 def test_names_of_letters_digits_underscore_dot_and_hyphen_are_accepted(name: str) -> None:
     validated(Vocabulary(entity_classes=(EntityClass(name=name),)))
+    validated(Vocabulary(relation_types=(RelationType(name=name),)))
 
 
 @pytest.mark.parametrize(
     "name",
-    ["", "Two words", "Person\n", "a:b", "a/b", '"}]', "<jennah-data>", "Persón", "a\tb"],
-)
+    [
+        "", "Two words", "Person\n", "a:b", "a/b", '"}]', "<jennah-data>", "a\tb",
+        "人物 ", "a\u00a0b", "a\u200bb", "a\u202eb", "😀", "½", "a«b»",
+    ],  # spaces, punctuation, format characters, symbols and other numbers are not letters
+)  # fmt: skip
 def test_other_names_are_refused_naming_the_item(name: str) -> None:
     place, named = EntityClass(name="Place"), EntityClass(name=name)
     vocabulary = Vocabulary(entity_classes=(PERSON, ORGANIZATION, place, named))

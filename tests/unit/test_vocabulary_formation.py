@@ -11,6 +11,7 @@ import pytest
 
 from jennah.adapters.embedding.hashing import HashingEmbedder
 from jennah.adapters.models.rules import RulesModel
+from jennah.adapters.models.scripted import ScriptedModel
 from jennah.adapters.sqlite.store import SqliteStore
 from jennah.adapters.sqlite.vocabulary import SqliteVocabularyStore
 from jennah.domain.formation import Turn, TurnRole
@@ -76,6 +77,39 @@ def test_a_formation_under_a_declared_vocabulary_classifies_entities(
     assert formed_classes(store, resolved) == {"the user": "Person", "Alphaus": "Organization"}
     (edge,) = store.edges_touching(SCOPE, [node_id("the user")], [], Direction.OUTBOUND, None)
     assert edge.relation == "WORKS_AT"
+
+
+def test_a_vocabulary_of_any_script_is_declared_and_classifies(
+    stores: tuple[SqliteStore, SqliteVocabularyStore],
+) -> None:
+    store, vocabularies = stores
+    japanese = Vocabulary(
+        entity_classes=(EntityClass(name="人物"), EntityClass(name="組織")),
+        relation_types=(RelationType(name="勤務先"),),
+    )
+    vocabularies.put(SCOPE.enterprise_id, None, validated(japanese))
+    resolved = resolve_for_formation(vocabularies, SCOPE)
+    assert resolved is not None
+    extracted = {
+        "kind": "CANDIDATE_KIND_RELATIONSHIP", "text": "ユーザーはアルファスに勤務している",
+        "turns": [0], "quote": "アルファスで働いています",
+        "subject": {"name": "ユーザー", "entity_class": "人物"}, "relation": "勤務先",
+        "object": {"name": "アルファス", "entity_class": "組織"},
+    }  # fmt: skip
+    command = FormationCommand(
+        scope=SCOPE,
+        registration=ScopeRecord(scope=SCOPE, kind="agent"),
+        turns=[Turn(role=TurnRole.USER, content="アルファスで働いています。")],
+        vocabulary=to_data(resolved),
+    )
+    model = ScriptedModel([{"candidates": [extracted]}])
+    form(command, store, HashingEmbedder(), model, lambda: NOW)
+    assert model.calls[0].data["vocabulary"] == to_data(japanese)
+    nodes = store.get_nodes(SCOPE, [node_id("ユーザー"), node_id("アルファス")])
+    classes = {node.label: node.node_type for node in nodes}
+    assert classes == {"ユーザー": "人物", "アルファス": "組織"}
+    (edge,) = store.edges_touching(SCOPE, [node_id("ユーザー")], [], Direction.OUTBOUND, None)
+    assert edge.relation == "勤務先"
 
 
 def test_a_scope_declaring_an_empty_vocabulary_classifies_nothing(

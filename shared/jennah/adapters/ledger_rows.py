@@ -3,6 +3,9 @@ list and one value order, so the SQLite and Spanner adapters cannot drift apart.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from datetime import datetime
+
 from jennah.domain.billing import UsageRecord
 
 # The columns of a ledger row (`usage_records`), in the order `record_values` gives them.
@@ -20,3 +23,9 @@ def record_values(record: UsageRecord, recorded_at: object) -> tuple[object, ...
         record.caller, record.model, record.region, record.input_tokens,
         record.output_tokens, record.units, record.formation_key,
     )  # fmt: skip
+
+
+def record_of(values: Sequence[object], recorded_at: datetime) -> UsageRecord:
+    """The record of a ledger row read in RECORD_COLUMNS order (`recorded_at` converted)."""
+    row = dict(zip(RECORD_COLUMNS, values, strict=True))
+    return UsageRecord.model_validate({**row, "recorded_at": recorded_at})

@@ -354,7 +354,12 @@ class FormTurn(WireRequest):
     """One turn of the conversation, in order."""
 
     role: TurnRoleName
-    content: str = Field(description="The turn's text; must not be empty")
+    content: str = Field(
+        default="",
+        description="The turn's text; may be empty or absent (an assistant turn that only "
+        "called a tool), but not in every turn. A blank turn is kept in the conversation "
+        "and its numbering, and no formed fact is attributed to it",
+    )
 
 
 class FormRequest(WireRequest):
@@ -369,7 +374,8 @@ class FormRequest(WireRequest):
     observed_at: Timestamp | None = Field(
         default=None,
         description="When the conversation took place: the validAt of formed memory and the "
-        "boundary for revisions; absent means now (real-time formation)",
+        "boundary for revisions; absent means now (real-time formation). Up to 5 minutes "
+        "ahead of the receipt time (clock skew) is read as the receipt time; later is refused",
     )
     formation_key: str | None = Field(
         default=None,
@@ -493,7 +499,7 @@ _LEVEL_HELP = (
     "The scope whose level this is (agent workspaces and subject scopes alike); "
     "absent means the enterprise level"
 )
-_NAME_HELP = "1-64 letters, digits, '_', '.' or '-'"
+_NAME_HELP = "1-64 letters (of any script), digits, '_', '.' or '-'"
 _DESCRIPTION_HELP = (
     "Up to 200 characters, line breaks flattened; supplied to the extraction model beside the name"
 )

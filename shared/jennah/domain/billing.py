@@ -14,6 +14,7 @@ not reset before the trial ends.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 
@@ -271,12 +272,16 @@ class Admission(BaseModel):
 
     `max_output_tokens` bounds each model call: the plan's bound, or on Free what
     is left of the day's output tokens when that is less (a formation that
-    reaches it stops with ABORTED naming the bound).
+    reaches it stops with ABORTED naming the bound). `output_token_budget` bounds
+    the formation's calls together: on Free, the output tokens it reserved of the
+    day (so its second call may produce what the first left of it); None on a
+    plan counted in units, whose calls are bounded one by one.
     """
 
     plan: Plan
     input_token_cap: int
     max_output_tokens: int
+    output_token_budget: int | None = None
     reserved: Consumption
     in_overage: bool  # admitted past the allowance, inside the overage band
     period: Period
@@ -314,6 +319,7 @@ def admit(
         plan=billing.plan,
         input_token_cap=terms.input_token_cap,
         max_output_tokens=reserved_tokens if by_tokens else terms.max_output_tokens_per_call,
+        output_token_budget=reserved_tokens if by_tokens else None,
         reserved=Consumption(
             formations=1, units=RESERVED_UNITS, output_tokens=reserved_tokens if by_tokens else 0
         ),
@@ -471,3 +477,24 @@ class UsageRecord(BaseModel):
     @property
     def reported_tokens(self) -> bool:
         return self.input_tokens > 0 or self.output_tokens > 0
+
+
+class Spent(BaseModel):
+    """What ledger records add up to: the attempts of one formation, whose receipt
+    reports everything the request consumed."""
+
+    model_config = ConfigDict(frozen=True)
+
+    units: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+
+def spent(records: Iterable[UsageRecord]) -> Spent:
+    """The units and tokens of `records`, added up."""
+    rows = list(records)
+    return Spent(
+        units=sum(r.units for r in rows),
+        input_tokens=sum(r.input_tokens for r in rows),
+        output_tokens=sum(r.output_tokens for r in rows),
+    )

@@ -10,10 +10,14 @@ import hashlib
 import json
 import math
 import re
+import unicodedata
+from collections.abc import Iterable
 from datetime import datetime
 from enum import StrEnum
 
 from pydantic import BaseModel, Field
+
+from jennah.domain.models import MemoryType
 
 MAX_TURNS = 200
 MAX_CANDIDATES = 64
@@ -44,8 +48,15 @@ ROLE_LABELS: dict[TurnRole, str] = {
 
 
 class Turn(BaseModel):
+    """One turn; its content may be blank (an assistant turn that only called a tool)."""
+
     role: TurnRole
     content: str
+
+
+def is_blank(turn: Turn) -> bool:
+    """A turn with no content but whitespace: it renders, and it can never be cited."""
+    return not turn.content.strip()
 
 
 class CandidateKind(StrEnum):
@@ -80,7 +91,9 @@ def render(turns: list[Turn], clock: datetime) -> RenderedConversation:
     """Number every turn and stamp the clock, so relative dates can become absolute.
 
     The header states when the conversation took place (observedAt, or the
-    receipt time); each turn starts with `[turn N] role:` on its own line.
+    receipt time); each turn starts with `[turn N] role:` on its own line, followed
+    by its content as sent (a blank turn: its header and an empty line, so every
+    turn keeps its number and its offset).
     """
     header = f"Conversation observed at {clock.isoformat()} ({clock.strftime('%A')})\n"
     parts = [header]
@@ -113,11 +126,42 @@ def formation_units(input_tokens: int, output_tokens: int) -> int:
     )
 
 
-# Structure: markdown pipe tables and fenced code blocks.
+# Quotes: what extraction quotes is compared with the turns it cites, as a reader would.
 
-_FENCE = re.compile(r"^(```|~~~)[^\n]*\n.*?^\1[ \t]*$", re.MULTILINE | re.DOTALL)
-_TABLE_ROW = re.compile(r"^[ \t]*\|.*\|[ \t]*$")
-_TABLE_RULE = re.compile(r"^[ \t]*\|?[ \t]*:?-{3,}:?[ \t]*(\|[ \t]*:?-{3,}:?[ \t]*)*\|?[ \t]*$")
+# Curly, low and prime quotation marks, each read as its straight counterpart.
+_QUOTE_MARKS = str.maketrans(
+    {
+        "\u2018": "'", "\u2019": "'", "\u201a": "'", "\u201b": "'", "\u2032": "'",
+        "\u201c": '"', "\u201d": '"', "\u201e": '"', "\u201f": '"', "\u2033": '"',
+    }
+)  # fmt: skip
+
+
+def comparable(text: str) -> str:
+    """`text` as a quote is compared: NFC, case folded, curly quotation marks read as
+    straight ones, and every run of whitespace (line breaks included) one space."""
+    folded = unicodedata.normalize("NFC", text).casefold().translate(_QUOTE_MARKS)
+    return " ".join(folded.split())
+
+
+def quoted_in(quote: str, texts: Iterable[str]) -> bool:
+    """True when the non-blank `quote` appears in one of `texts`, or across them read
+    one after the other, differing only by case, quotation marks or spacing."""
+    wanted = comparable(quote)
+    if not wanted:
+        return False
+    compared = [comparable(text) for text in texts]
+    return any(wanted in text for text in compared) or wanted in " ".join(compared)
+
+
+# Structure: markdown pipe tables and fenced code blocks, as GitHub-flavoured markdown
+# reads them.
+
+# A fence opens a code block: three or more backticks or tildes, indented at most three
+# spaces, then an info string (which, after backticks, holds no backtick).
+_FENCE_OPEN = re.compile(r"^ {0,3}(?P<fence>`{3,}|~{3,})(?P<info>[^\r]*)\r?$")
+_UNESCAPED_PIPE = re.compile(r"(?<!\\)\|")
+_ALIGNMENT_CELL = re.compile(r"^[ \t]*:?-+:?[ \t]*$")  # ---, :--, --:, :-:
 
 
 class StructureKind(StrEnum):
@@ -131,21 +175,69 @@ class Structure(BaseModel):
 
 
 def detect_structures(content: str) -> list[Structure]:
-    """Fenced code blocks, then pipe tables (a header row, a rule row, body rows) outside them."""
-    found = [Structure(kind=StructureKind.CODE, text=m.group(0)) for m in _FENCE.finditer(content)]
-    outside = _FENCE.sub("", content)
-    lines = outside.split("\n")
-    i = 0
-    while i < len(lines) - 1:
-        if _TABLE_ROW.match(lines[i]) and _TABLE_RULE.match(lines[i + 1]):
-            j = i + 2
-            while j < len(lines) and _TABLE_ROW.match(lines[j]):
-                j += 1
-            found.append(Structure(kind=StructureKind.TABLE, text="\n".join(lines[i:j])))
-            i = j
-        else:
-            i += 1
+    """Fenced code blocks and pipe tables, in the order they appear.
+
+    A code block is fenced with ``` or ~~~ (three or more), and closed only by a
+    fence of the same character at least as long (a ``` inside a ```` block does
+    not close it), or by the end of the turn. A table is a header row and an
+    alignment row with as many cells (`---`, `:--`, `--:`, `:-:`), outer pipes
+    optional, then every following row holding a pipe. Nothing inside a code
+    block is a table.
+    """
+    lines = content.split("\n")
+    found: list[Structure] = []
+    start = 0
+    while start < len(lines):
+        kind, end = StructureKind.CODE, _code_block_end(lines, start)
+        if end is None:
+            kind, end = StructureKind.TABLE, _table_end(lines, start)
+        if end is None:
+            start += 1
+            continue
+        found.append(Structure(kind=kind, text="\n".join(lines[start:end])))
+        start = end
     return found
+
+
+def _code_block_end(lines: list[str], start: int) -> int | None:
+    """The line after the code block whose fence opens at `start`; None when none does."""
+    opened = _FENCE_OPEN.match(lines[start])
+    if opened is None:
+        return None
+    fence = opened["fence"]
+    if fence[0] == "`" and "`" in opened["info"]:
+        return None  # inline code, not a fence
+    closing = re.compile(rf"^ {{0,3}}{re.escape(fence[0])}{{{len(fence)},}}[ \t]*\r?$")
+    for index in range(start + 1, len(lines)):
+        if closing.match(lines[index]):
+            return index + 1
+    return len(lines)
+
+
+def _table_end(lines: list[str], start: int) -> int | None:
+    """The line after the table whose header row is `start`; None when no table starts."""
+    if start + 1 >= len(lines):
+        return None
+    header, alignment = _cells(lines[start]), _cells(lines[start + 1])
+    if header is None or alignment is None or len(header) != len(alignment):
+        return None
+    if not all(_ALIGNMENT_CELL.match(cell) for cell in alignment):
+        return None
+    end = start + 2
+    while end < len(lines) and _cells(lines[end]) is not None:
+        end += 1
+    return end
+
+
+def _cells(line: str) -> list[str] | None:
+    """A table row's cells (outer pipes optional); None for a line with no unescaped pipe."""
+    row = line.strip()
+    if not _UNESCAPED_PIPE.search(row):
+        return None
+    row = row.removeprefix("|")
+    if row.endswith("|") and not row.endswith("\\|"):
+        row = row[:-1]
+    return _UNESCAPED_PIPE.split(row)
 
 
 def preserves_structure(text: str, structures: list[Structure]) -> bool:
@@ -189,6 +281,51 @@ class ExtractedCandidate(BaseModel):
     subject: EntityRef | None = None
     relation: str | None = None
     object: EntityRef | None = None
+
+
+# What a model may call a fact's memory type, read as the allowed type it means. A fact
+# is never a relationship (relationships are their own kind of candidate).
+_MEMORY_TYPE_SYNONYMS: dict[str, MemoryType] = {
+    "profile": MemoryType.IDENTITY,
+    "biography": MemoryType.IDENTITY,
+    "instruction": MemoryType.DIRECTIVE,
+    "rule": MemoryType.DIRECTIVE,
+    "command": MemoryType.DIRECTIVE,
+    "guideline": MemoryType.DIRECTIVE,
+    "policy": MemoryType.DIRECTIVE,
+    "request": MemoryType.DIRECTIVE,
+    "like": MemoryType.PREFERENCE,
+    "dislike": MemoryType.PREFERENCE,
+    "favorite": MemoryType.PREFERENCE,
+    "favourite": MemoryType.PREFERENCE,
+    "taste": MemoryType.PREFERENCE,
+    "restriction": MemoryType.CONSTRAINT,
+    "limitation": MemoryType.CONSTRAINT,
+    "limit": MemoryType.CONSTRAINT,
+    "requirement": MemoryType.CONSTRAINT,
+    "relationship": MemoryType.FACT,
+}
+_FACT_TYPES = {t.value: t for t in MemoryType if t is not MemoryType.RELATIONSHIP}
+
+
+def fact_memory_type(named: str) -> MemoryType:
+    """The allowed memory type nearest to what extraction named a fact's: a type's own
+    name in any case or number ("Preferences"), else a synonym ("instruction" and
+    "rule" are directives), else `fact`. Never a relationship, never refused."""
+    words = [_singular(word) for word in re.findall(r"[a-z]+", named.casefold())]
+    for word in words:
+        if word in _FACT_TYPES:
+            return _FACT_TYPES[word]
+    for word in words:
+        if word in _MEMORY_TYPE_SYNONYMS:
+            return _MEMORY_TYPE_SYNONYMS[word]
+    return MemoryType.FACT
+
+
+def _singular(word: str) -> str:
+    if word.endswith("ies"):
+        return word[:-3] + "y"
+    return word[:-1] if word.endswith("s") and not word.endswith("ss") else word
 
 
 class CandidateOutcome(BaseModel):

@@ -17,6 +17,7 @@ InvalidArgument naming the offending item by its field path on the wire
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
@@ -30,8 +31,12 @@ MAX_RELATION_TYPES = 32
 MAX_SIGNATURES = 6  # per relation type
 MAX_NAME_LENGTH = 64
 MAX_DESCRIPTION_LENGTH = 200  # counted after line breaks are flattened
-NAME_PATTERN = re.compile(r"[A-Za-z0-9_.\-]{1,64}")
 FIELD = "vocabulary"
+# A name's characters: letters of any script (with the marks written on them), decimal
+# digits, and '_', '.' and '-'. None of them can alter the structure of the JSON data
+# block a name is rendered into (spaces, quotes, brackets and line breaks are not letters).
+_NAME_CATEGORIES = frozenset({"Lu", "Ll", "Lt", "Lm", "Lo", "Mn", "Mc", "Nd"})
+_NAME_PUNCTUATION = frozenset("_.-")
 
 # A run of line breaks (any that str.splitlines() knows), with the spaces and
 # tabs around it, becomes one space.
@@ -156,11 +161,21 @@ def _checked_relation(relation: RelationType, declared: frozenset[str], path: st
     return RelationType(name=relation.name, description=description, signatures=relation.signatures)
 
 
+def is_name(name: str) -> bool:
+    """A class or relation name a declaration may use: 1-64 characters of letters (any
+    script), digits, '_', '.' and '-'."""
+    return 1 <= len(name) <= MAX_NAME_LENGTH and all(_name_character(c) for c in name)
+
+
+def _name_character(character: str) -> bool:
+    return character in _NAME_PUNCTUATION or unicodedata.category(character) in _NAME_CATEGORIES
+
+
 def _check_name(name: str, field: str) -> None:
-    if not NAME_PATTERN.fullmatch(name):
+    if not is_name(name):
         raise InvalidArgument(
-            f"{field} {name[:80]!r} must be 1-{MAX_NAME_LENGTH} characters of letters, "
-            "digits, '_', '.' and '-'",
+            f"{field} {name[:80]!r} must be 1-{MAX_NAME_LENGTH} characters of letters (of any "
+            "script), digits, '_', '.' and '-'",
             field=field,
         )
 

@@ -163,6 +163,11 @@ class UsageLedger(Protocol):
         formation already recorded is not recorded again (returns False)."""
         ...
 
+    def recorded(self, enterprise_id: str, formation_ids: Sequence[str]) -> list[UsageRecord]:
+        """The ledger rows of those of `formation_ids` that were recorded, in any order
+        (the attempts of one formation: what they spent so far)."""
+        ...
+
     def snapshot(self, enterprise_id: str, at: datetime) -> BillingSnapshot:
         """The settings, the allowance period containing `at`, the usage recorded in
         it, and the reservations live at `at`, read consistently."""

@@ -36,5 +36,7 @@ class LanguageModel(Protocol):
         when the call outlives `deadline_seconds` (the error's metadata carries any usage
         reported before), and jennah.errors.Aborted naming the output bound when the
         answer was cut at `max_output_tokens` (metadata: inputTokens, outputTokens).
-        Never retried by the caller."""
+        jennah.errors.Unavailable means the call never reached the model (it could not
+        be delivered, or the service failed before answering): formation does not
+        count it, and the formation is retried. Never retried by the caller."""
         ...

@@ -9,17 +9,24 @@ A memory:form request is metered in two calls around `formation.form`:
     finally:
         settle_formation(ledger, admitted, scope_id, caller, usage, formation_key, now())
 
-Admission happens once, before the first model call; a formation admitted
-below its limit runs to completion and consumes all of its units. Settlement
-records the formation when it reached the model (even if it then failed) and
-releases its reservation either way: a replay, a request refused for its size
-and a formation that never reached the model record nothing.
+Admission happens before the first model call; a formation admitted below its
+limit runs to completion and consumes all of its units. Settlement records the
+formation when it reached the model (even if it then failed) and releases its
+reservation either way: a replay, a request refused for its size and a
+formation that never reached the model record nothing.
+
+A formation the platform runs again (its worker crashed or failed transiently)
+is admitted again for every attempt after the first (`admit_attempt`), and
+each attempt records under its own id (`attempt_id`): "<formation_id>" for the
+first, "<formation_id>.n" for attempt n. `spent_before` adds up what the
+earlier attempts recorded, for the receipt.
 """
 
 from __future__ import annotations
 
 import uuid
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel
 
@@ -29,18 +36,23 @@ from jennah.domain.billing import (
     AllowanceMeasure,
     AllowanceReset,
     Plan,
+    Spent,
     UsageRecord,
+    spent,
 )
 from jennah.ports.ledger import BillingSnapshot, UsageLedger
 from jennah.services.access import Access
-from jennah.services.formation.model_calls import FormationUsage
+
+if TYPE_CHECKING:  # at run time the formation package imports this module
+    from jennah.services.formation.model_calls import FormationUsage
 
 FORMATION_ID_PREFIX = "fu_"
 
 
 class AdmittedFormation(BaseModel):
     """A formation admitted by `admit_formation`: its id in the ledger and its bounds.
-    Build the FormationCommand with `input_token_cap` and `max_output_tokens`."""
+    Build the FormationCommand with `input_token_cap`, `max_output_tokens` and
+    `output_token_budget`."""
 
     enterprise_id: str
     formation_id: str
@@ -54,6 +66,12 @@ class AdmittedFormation(BaseModel):
     def max_output_tokens(self) -> int:
         """The bound of each model call (on Free, at most what is left of the day)."""
         return self.admission.max_output_tokens
+
+    @property
+    def output_token_budget(self) -> int | None:
+        """The bound of all its model calls together (on Free, what it reserved of the
+        day); None when only each call is bounded."""
+        return self.admission.output_token_budget
 
 
 def admit_formation(ledger: UsageLedger, caller: Caller, now: datetime) -> AdmittedFormation:
@@ -82,18 +100,53 @@ def settle_formation(
     usage: FormationUsage,
     formation_key: str | None,
     now: datetime,
-    attempt: int = 1,
 ) -> UsageRecord | None:
-    """Record what the formation spent (when it reached the model) and release its
-    reservation; the record, or None when nothing was spent. Call it whether `form`
-    returned or raised. `caller` is the principal that formed: an API key is
-    recorded as itself, never as the user who created it. Attempt n > 1 of one
-    admitted formation (a worker retried after a crash) records under
-    "<formation_id>.n", so every attempt that reached the model counts, and still
-    releases the formation's one reservation (settling is idempotent)."""
-    record = usage_record(admitted, scope_id, caller, usage, formation_key, now, attempt)
+    """Record what the formation (or one attempt of it, admitted by `admit_attempt`)
+    spent, when it reached the model, and release its reservation; the record, or
+    None when nothing was spent. Call it whether `form` returned or raised.
+    `caller` is the principal that formed: an API key is recorded as itself, never
+    as the user who created it. Idempotent."""
+    record = usage_record(admitted, scope_id, caller, usage, formation_key, now)
     ledger.settle(admitted.enterprise_id, admitted.formation_id, record)
     return record
+
+
+def attempt_id(formation_id: str, attempt: int) -> str:
+    """The ledger id of attempt `attempt` of a formation: its own id for the first,
+    "<formation_id>.n" for attempt n."""
+    return formation_id if attempt <= 1 else f"{formation_id}.{attempt}"
+
+
+def admit_attempt(
+    ledger: UsageLedger, admitted: AdmittedFormation, attempt: int, now: datetime
+) -> AdmittedFormation:
+    """Attempt `attempt` of the formation `admit_formation` admitted, admitted: the
+    first as it was; a later one passes admission again (the allowance and the
+    overage limit as they stand now), under `attempt_id`, once the reservations the
+    earlier attempts may still hold are released. Raises what `admit_formation`
+    raises (RESOURCE_EXHAUSTED: nothing reserved, nothing spent)."""
+    if attempt <= 1:
+        return admitted
+    release(ledger, admitted, attempt - 1)
+    formation_id = attempt_id(admitted.formation_id, attempt)
+    return AdmittedFormation(
+        enterprise_id=admitted.enterprise_id,
+        formation_id=formation_id,
+        admission=ledger.admit(admitted.enterprise_id, formation_id, now),
+    )
+
+
+def release(ledger: UsageLedger, admitted: AdmittedFormation, attempts: int) -> None:
+    """Release the reservations of the formation's first `attempts` attempts (at least
+    the first), recording nothing: for a formation answered without forming."""
+    for attempt in range(1, max(attempts, 1) + 1):
+        ledger.settle(admitted.enterprise_id, attempt_id(admitted.formation_id, attempt), None)
+
+
+def spent_before(ledger: UsageLedger, admitted: AdmittedFormation, attempt: int) -> Spent:
+    """What the attempts of the formation before `attempt` recorded, added up."""
+    earlier = [attempt_id(admitted.formation_id, n) for n in range(1, attempt)]
+    return spent(ledger.recorded(admitted.enterprise_id, earlier)) if earlier else Spent()
 
 
 def usage_record(
@@ -103,7 +156,6 @@ def usage_record(
     usage: FormationUsage,
     formation_key: str | None,
     now: datetime,
-    attempt: int = 1,
 ) -> UsageRecord | None:
     """The ledger row of a formation that reached the model; None when it did not
     (a replay, a refusal, a request out of bounds)."""
@@ -118,9 +170,7 @@ def usage_record(
         input_tokens=usage.input_tokens,
         output_tokens=usage.output_tokens,
         units=usage.units,
-        formation_id=(
-            admitted.formation_id if attempt == 1 else f"{admitted.formation_id}.{attempt}"
-        ),
+        formation_id=admitted.formation_id,
         formation_key=formation_key,
         recorded_at=now,
     )

@@ -22,7 +22,7 @@ from typing import Any, TypeVar
 
 from google.cloud.spanner_v1 import COMMIT_TIMESTAMP, KeySet, param_types
 
-from jennah.adapters.ledger_rows import RECORD_COLUMNS, record_values
+from jennah.adapters.ledger_rows import RECORD_COLUMNS, record_of, record_values
 from jennah.adapters.spanner.calls import CallBound, bounded, utc
 from jennah.domain import billing
 from jennah.domain.billing import (
@@ -72,6 +72,7 @@ _COLUMNS: dict[UsageDimension, str] = {
 }
 _TIMESTAMPS = param_types.Array(param_types.TIMESTAMP)  # type: ignore[no-untyped-call]
 _BOOLS = param_types.Array(param_types.BOOL)  # type: ignore[no-untyped-call]
+_STRINGS = param_types.Array(param_types.STRING)  # type: ignore[no-untyped-call]
 
 
 class SpannerUsageLedger:
@@ -139,6 +140,14 @@ class SpannerUsageLedger:
             return _record(txn, _Reader(txn, self._bound, self._default_plan), record)
 
         return self._write("settle a formation", settle)
+
+    def recorded(self, enterprise_id: str, formation_ids: Sequence[str]) -> list[UsageRecord]:
+        ids = sorted(set(formation_ids))
+        if not ids:
+            return []
+        return self._read_only(
+            "read a formation's usage", lambda reader: reader.records(enterprise_id, ids)
+        )
 
     def snapshot(self, enterprise_id: str, at: datetime) -> BillingSnapshot:
         def read(reader: _Reader) -> BillingSnapshot:
@@ -295,6 +304,17 @@ class _Reader:
     def watermark(self) -> datetime:
         rows = self.read("usage_rollup_state", ["watermark"], [[_ROLLUP]])
         return utc(rows[0][0]) if rows else _EPOCH
+
+    def records(self, enterprise_id: str, formation_ids: Sequence[str]) -> list[UsageRecord]:
+        query = _Query()
+        sql = (
+            f"SELECT {', '.join(RECORD_COLUMNS)} "
+            "FROM usage_records@{FORCE_INDEX=usage_records_by_formation} "
+            f"WHERE enterprise_id = {query.bind('e', enterprise_id, param_types.STRING)} "
+            f"AND formation_id IN UNNEST({query.bind('ids', list(formation_ids), _STRINGS)})"
+        )
+        at = RECORD_COLUMNS.index("recorded_at")
+        return [record_of(row, utc(row[at])) for row in self.execute(query, sql)]
 
     def recorded(self, enterprise_id: str, formation_id: str) -> bool:
         keyset = KeySet(keys=[[enterprise_id, formation_id]])  # type: ignore[no-untyped-call]

@@ -27,7 +27,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from jennah.adapters.ledger_rows import RECORD_COLUMNS, record_values
+from jennah.adapters.ledger_rows import RECORD_COLUMNS, record_of, record_values
 from jennah.adapters.sqlite.codec import from_micros, required_datetime, required_micros
 from jennah.adapters.sqlite.connection import ControlFile
 from jennah.domain import billing
@@ -190,6 +190,18 @@ class SqliteUsageLedger:
                 (enterprise_id, formation_id),
             )
             return record is not None and _record(conn, record, _watermark(conn))
+
+    def recorded(self, enterprise_id: str, formation_ids: Sequence[str]) -> list[UsageRecord]:
+        ids = sorted(set(formation_ids))
+        if not ids:
+            return []
+        with self._file.snapshot() as conn:
+            rows = conn.execute(
+                f"SELECT {', '.join(RECORD_COLUMNS)} FROM usage_records WHERE enterprise_id = ? "
+                f"AND formation_id IN ({', '.join('?' * len(ids))})",
+                (enterprise_id, *ids),
+            ).fetchall()
+        return [record_of(tuple(row), required_datetime(row["recorded_at"])) for row in rows]
 
     def record_many(self, records: Sequence[UsageRecord]) -> int:
         """Add records straight to the ledger in one transaction (no reservations):

@@ -7,7 +7,7 @@ no formation units. Input is refused, never truncated.
 from __future__ import annotations
 
 import math
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from pydantic import BaseModel, Field
@@ -17,6 +17,7 @@ from jennah.domain.formation import (
     MAX_TURNS,
     RenderedConversation,
     Turn,
+    is_blank,
 )
 from jennah.domain.models import ScopeRecord, ScopeRef
 from jennah.errors import InvalidArgument
@@ -25,6 +26,9 @@ DEFAULT_INPUT_TOKEN_CAP = 16_384  # trial, Pro, Scale and Team; the route passes
 DEFAULT_DEADLINE_SECONDS = 120.0  # per model call
 DEFAULT_MAX_OUTPUT_TOKENS = 32_768  # per model call (Free's bound)
 BYTES_PER_TOKEN = 4
+# How far ahead of the receipt time an observedAt is taken as the client's clock skew
+# (and read as the receipt time) rather than refused as the future.
+OBSERVED_AT_SKEW = timedelta(minutes=5)
 
 
 class FormationCommand(BaseModel):
@@ -34,10 +38,13 @@ class FormationCommand(BaseModel):
     anything. `vocabulary` is the resolved vocabulary (entityClasses and
     relationTypes, as the vocabulary API returns it), resolved when the
     formation starts; None means classification is off. `deadline_seconds` and
-    `max_output_tokens` bound each model call, not the formation. `caller` is
+    `max_output_tokens` bound each model call; `output_token_budget`, when set,
+    bounds the output of all of them together (on Free, what the formation
+    reserved of the day's output tokens). `caller` is
     carried for usage metering; formation itself does not read it. An
-    `observed_at` without a time zone is taken to be UTC; one later than the
-    receipt time is refused.
+    `observed_at` without a time zone is taken to be UTC; one up to
+    OBSERVED_AT_SKEW later than the receipt time is read as the receipt time,
+    one later still is refused.
     """
 
     scope: ScopeRef
@@ -50,6 +57,7 @@ class FormationCommand(BaseModel):
     vocabulary: dict[str, Any] | None = None
     deadline_seconds: float = DEFAULT_DEADLINE_SECONDS
     max_output_tokens: int = DEFAULT_MAX_OUTPUT_TOKENS
+    output_token_budget: int | None = None
 
 
 def estimate_input_tokens(rendered: RenderedConversation) -> int:
@@ -68,13 +76,23 @@ def check_request(command: FormationCommand, received_at: datetime) -> None:
     """INVALID_ARGUMENT, naming the bound or field, for a request formation refuses."""
     _check_turns(command.turns)
     _check_formation_key(command.formation_key)
-    if command.observed_at is not None and utc(command.observed_at) > received_at:
+    observed_at = command.observed_at
+    if observed_at is not None and utc(observed_at) - received_at > OBSERVED_AT_SKEW:
+        minutes = int(OBSERVED_AT_SKEW.total_seconds() // 60)
         raise InvalidArgument(
-            f"observedAt {utc(command.observed_at).isoformat()} is later than the time the "
-            f"request was received ({received_at.isoformat()}); a conversation cannot be "
-            "observed in the future",
+            f"observedAt {utc(observed_at).isoformat()} is more than {minutes} "
+            f"minutes later than the time the request was received "
+            f"({received_at.isoformat()}); a conversation cannot be observed in the future "
+            f"(up to {minutes} minutes ahead is taken as clock skew and read as the receipt "
+            "time)",
             field="observedAt",
         )
+
+
+def observed_clock(observed_at: datetime | None, received_at: datetime) -> datetime | None:
+    """When the conversation took place, in UTC: observedAt, or the receipt time for one
+    ahead of it (clock skew, within OBSERVED_AT_SKEW once checked); None without one."""
+    return None if observed_at is None else min(utc(observed_at), received_at)
 
 
 def check_input_cap(command: FormationCommand, rendered: RenderedConversation) -> None:
@@ -102,11 +120,13 @@ def _check_turns(turns: list[Turn]) -> None:
             "formation: split the conversation across several requests",
             field="turns",
         )
-    for index, turn in enumerate(turns):
-        if not turn.content.strip():
-            raise InvalidArgument(
-                f"turns[{index}].content must not be empty", field=f"turns[{index}].content"
-            )
+    if all(is_blank(turn) for turn in turns):
+        raise InvalidArgument(
+            "the conversation has no content: every turn is blank, so there is nothing to "
+            "form memory from (a blank turn, such as an assistant turn that only called a "
+            "tool, is accepted beside turns with content)",
+            field="turns",
+        )
 
 
 def _check_formation_key(key: str | None) -> None:

@@ -4,7 +4,9 @@
 counts as soon as it is attempted (a formation that reached the model uses its
 units), and the tokens each call reports are added as it returns, or, when it
 fails at its time or output bound, from the usage its error carries
-(`inputTokens` / `outputTokens` metadata, the model port's contract). Read it
+(`inputTokens` / `outputTokens` metadata, the model port's contract). A call
+that fails UNAVAILABLE with no usage reported never reached the model, and does
+not count: a formation retried after it costs nothing for that attempt. Read it
 after `form` returns OR raises, to meter the formation.
 """
 
@@ -15,11 +17,14 @@ from typing import Any, TypeVar
 from pydantic import BaseModel
 
 from jennah.domain.formation import formation_units
-from jennah.errors import Aborted, JennahError
+from jennah.errors import Aborted, JennahError, Unavailable
 from jennah.ports.model import LanguageModel
 from jennah.ports.prompts import parse_answer
 
 Answer = TypeVar("Answer", bound=BaseModel)
+# The formation's calls together reached their output budget (on Free, what it reserved of
+# the day's output tokens): no further call is made.
+FORMATION_OUTPUT_BOUND = "FORMATION_OUTPUT_BOUND"
 
 
 class FormationUsage(BaseModel):
@@ -46,8 +51,19 @@ class FormationUsage(BaseModel):
 
 
 class CallBounds(BaseModel):
+    """Each call's time and output bounds, and, when set, the output all of a
+    formation's calls may produce together (`output_token_budget`)."""
+
     deadline_seconds: float
     max_output_tokens: int
+    output_token_budget: int | None = None
+
+    def output_bound(self, usage: FormationUsage) -> int:
+        """The next call's output bound: the per-call bound, or what the calls so far
+        (`usage`) left of the formation's budget when that is less."""
+        if self.output_token_budget is None:
+            return self.max_output_tokens
+        return min(self.max_output_tokens, self.output_token_budget - usage.output_tokens)
 
 
 def call_model(
@@ -63,23 +79,30 @@ def call_model(
 
     Propagates the model's DEADLINE_EXCEEDED / ABORTED (the message names the
     bound); raises ABORTED naming the output bound when a model reports more
-    output than allowed without failing, and INTERNAL for an answer that does
-    not match the schema.
+    output than allowed without failing, ABORTED naming the formation's output
+    budget, without calling, when the calls before left nothing of it, and
+    INTERNAL for an answer that does not match the schema.
     """
+    limit = bounds.output_bound(usage)
+    if limit <= 0:
+        raise _budget_spent(call, bounds, usage)
     usage.model_calls += 1
     usage.model, usage.region = model.name, model.region
     try:
-        result = model.generate(prompt, schema, bounds.max_output_tokens, bounds.deadline_seconds)
+        result = model.generate(prompt, schema, limit, bounds.deadline_seconds)
     except JennahError as exc:
-        usage.add(_count(exc.metadata.get("inputTokens")), _count(exc.metadata.get("outputTokens")))
+        reported = _count(exc.metadata.get("inputTokens")), _count(exc.metadata.get("outputTokens"))
+        if isinstance(exc, Unavailable) and not any(reported):
+            usage.model_calls -= 1  # it never reached the model
+        usage.add(*reported)
         raise
     usage.add(result.input_tokens, result.output_tokens)
     if result.model:
         usage.model = result.model
-    if result.output_tokens > bounds.max_output_tokens:
+    if result.output_tokens > limit:
         raise Aborted(
             f"the {call} model call answered with {result.output_tokens} output tokens, over "
-            f"its bound of max output tokens per call ({bounds.max_output_tokens})",
+            f"its bound of max output tokens per call ({limit})",
             reason="MODEL_CALL_OUTPUT_BOUND",
             metadata={
                 "inputTokens": str(result.input_tokens),
@@ -87,6 +110,20 @@ def call_model(
             },
         )
     return parse_answer(result.text, answer_type, call)
+
+
+def _budget_spent(call: str, bounds: CallBounds, usage: FormationUsage) -> Aborted:
+    return Aborted(
+        f"the {call} model call was not made: the formation's model calls may produce "
+        f"{bounds.output_token_budget} output tokens together (what it reserved of the "
+        f"day's formation output tokens), and the calls before it produced "
+        f"{usage.output_tokens}; nothing was written: resend with the same formationKey",
+        reason=FORMATION_OUTPUT_BOUND,
+        metadata={
+            "outputTokenBudget": str(bounds.output_token_budget),
+            "outputTokens": str(usage.output_tokens),
+        },
+    )
 
 
 def _count(value: str | None) -> int:

@@ -26,6 +26,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
+from jennah.domain.billing import Spent
 from jennah.domain.formation import (
     MAX_CANDIDATES,
     FormationReceipt,
@@ -45,6 +46,7 @@ from jennah.services.formation.command import (
     FormationCommand,
     check_input_cap,
     check_request,
+    observed_clock,
     utc,
 )
 from jennah.services.formation.conflicts import commit_plan
@@ -82,10 +84,12 @@ def prepare(
     that passes is ready to `run`: admit it against the allowance in between."""
     received_at = utc(received_at)
     check_request(command, received_at)
-    observed_at = utc(command.observed_at) if command.observed_at is not None else None
+    observed_at = observed_clock(command.observed_at, received_at)
     rendered = render(command.turns, observed_at or received_at)
     check_input_cap(command, rendered)
-    request_print = fingerprint(command.turns, observed_at)
+    # the observedAt sent, not the clock: a resend with the same body is the same request
+    sent = utc(command.observed_at) if command.observed_at is not None else None
+    request_print = fingerprint(command.turns, sent)
     replayed = replay(store, command, request_print)
     if replayed is not None:
         return replayed
@@ -99,15 +103,19 @@ def run(
     model: LanguageModel,
     *,
     usage: FormationUsage,
-    before_commit: Callable[[], None] | None = None,
+    checkpoint: Callable[[], None] | None = None,
+    spent_before: Spent | None = None,
     similarity_threshold: float = SIMILARITY_THRESHOLD,
 ) -> FormationReceipt:
     """Steps 3 to 7: the model calls, the checks in code, and ONE commit; the receipt.
 
     `usage` accumulates what the model calls spent, as they happen (read it after
-    `run` returns or raises). `before_commit`, when given, runs after the last model
-    call and before the commit: raising there writes nothing (a cancelled
-    operation). A formation that writes no memory still commits its formationKey
+    `run` returns or raises). `checkpoint`, when given, runs before each model call
+    after the first (the reconciliation call) and before the commit: raising there
+    makes no further call and writes nothing (a cancelled operation).
+    `spent_before` is what earlier attempts of the same formation recorded: the
+    receipt's units and tokens are everything the request consumed, theirs and this
+    attempt's. A formation that writes no memory still commits its formationKey
     record (so a retry replays the empty receipt) but no execution-log step.
     """
     command = prepared.command
@@ -116,9 +124,11 @@ def run(
     )
     structures = structure.detect(command.turns)
     candidates, dropped = _decide(
-        command, context, structures, store, embedder, model, usage, similarity_threshold
-    )
+        command, context, structures, store, embedder, model, usage, similarity_threshold,
+        checkpoint,
+    )  # fmt: skip
     formation = build_plan(candidates, context, store)
+    before = spent_before or Spent()
     receipt = FormationReceipt(
         candidates=[c.outcome() for c in candidates],
         chunk_supersessions=len(formation.plan.chunk_supersessions),
@@ -127,14 +137,14 @@ def run(
         candidates_dropped=dropped,
         candidate_cap=MAX_CANDIDATES,
         execution_log_rows=formation.execution_log_rows,
-        formation_units=usage.units,
-        input_tokens=usage.input_tokens,
-        output_tokens=usage.output_tokens,
+        formation_units=before.units + usage.units,
+        input_tokens=before.input_tokens + usage.input_tokens,
+        output_tokens=before.output_tokens + usage.output_tokens,
         formation_key=command.formation_key,
     )
     _add_key_and_registration(formation, command, receipt, prepared.request_print)
-    if before_commit is not None:
-        before_commit()
+    if checkpoint is not None:
+        checkpoint()
     result = commit_plan(store, formation.plan)
     return receipt.model_copy(update={"commit_timestamp": result.commit_timestamp})
 
@@ -170,10 +180,13 @@ def _decide(
     model: LanguageModel,
     usage: FormationUsage,
     similarity_threshold: float,
+    checkpoint: Callable[[], None] | None,
 ) -> tuple[list[Candidate], int]:
     """Extract, verify and reconcile: every kept candidate with its decision."""
     bounds = CallBounds(
-        deadline_seconds=command.deadline_seconds, max_output_tokens=command.max_output_tokens
+        deadline_seconds=command.deadline_seconds,
+        max_output_tokens=command.max_output_tokens,
+        output_token_budget=command.output_token_budget,
     )
     data = extraction_data(command.turns, context.boundary, structures, command.vocabulary)
     extracted, dropped = extract(model, data, bounds, usage)
@@ -186,7 +199,7 @@ def _decide(
     known_in_code(candidates, store, scope, instant)
     gather_neighbours(candidates, store, embedder, scope, instant, similarity_threshold)
     verdict_context = VerdictContext(scope, instant, context.boundary)
-    reconcile(candidates, store, model, verdict_context, bounds, usage)
+    reconcile(candidates, store, model, verdict_context, bounds, usage, checkpoint=checkpoint)
     reject_clashes(candidates)
     return candidates, dropped
 

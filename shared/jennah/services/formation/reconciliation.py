@@ -15,7 +15,7 @@ that have neighbours, and code checks every verdict (`verdicts.check`).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -135,15 +135,20 @@ def reconcile(
     context: verdicts.VerdictContext,
     bounds: CallBounds,
     usage: FormationUsage,
+    *,
+    checkpoint: Callable[[], None] | None = None,
 ) -> None:
     """Decide every undecided candidate: NEW when nothing similar exists, else by one
-    model call whose verdicts code checks."""
+    model call whose verdicts code checks. `checkpoint`, when given, runs just before
+    that call: raising there makes no call."""
     asked = [c for c in candidates if c.undecided and c.neighbours]
     for candidate in candidates:
         if candidate.undecided and not candidate.neighbours:
             candidate.decide(Decision.NEW)
     if not asked:
         return
+    if checkpoint is not None:
+        checkpoint()
     prompt = build_prompt(RECONCILE_INSTRUCTIONS, reconcile_data(asked))
     answer = call_model(
         model, "reconciliation", prompt, RECONCILE_SCHEMA, ReconcileAnswer, bounds, usage

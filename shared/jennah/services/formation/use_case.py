@@ -17,9 +17,12 @@ lease, so one worker runs an operation at a time; a finished operation is
 acknowledged without a model call; and every formation commits a formationKey
 record (the operation's own key when the request has none), so a worker that
 crashed after its commit and is retried replays the committed receipt instead
-of forming again. Each attempt that reaches the model records its usage
-(attempt 1 under the admitted formation's id, attempt n under "<id>.n"), and
-the formation's one reservation is released in every case.
+of forming again. Every attempt is admitted against the plan (attempt 1 on
+submission, attempt n again by its worker, which fails the operation
+RESOURCE_EXHAUSTED when refused); each attempt that reaches the model records
+its usage (attempt 1 under the admitted formation's id, attempt n under
+"<id>.n"), its receipt reports what all attempts consumed, and every
+reservation is released in every case.
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ import socket
 import time
 import uuid
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Any
@@ -38,6 +41,7 @@ from pydantic import AwareDatetime, BaseModel
 
 from jennah import errors
 from jennah.domain.access import Caller
+from jennah.domain.billing import Spent
 from jennah.domain.formation import FormationReceipt, Turn
 from jennah.domain.models import ScopeRecord, ScopeRef
 from jennah.domain.operations import (
@@ -62,7 +66,14 @@ from jennah.ports.operations import OperationStore
 from jennah.ports.store import MemoryStore
 from jennah.ports.tasks import FormationTask, TaskQueue
 from jennah.ports.vocabulary import VocabularyStore
-from jennah.services.billing import AdmittedFormation, admit_formation, settle_formation
+from jennah.services.billing import (
+    AdmittedFormation,
+    admit_attempt,
+    admit_formation,
+    release,
+    settle_formation,
+    spent_before,
+)
 from jennah.services.formation.command import DEFAULT_DEADLINE_SECONDS, FormationCommand
 from jennah.services.formation.model_calls import FormationUsage
 from jennah.services.formation.pipeline import PreparedFormation, prepare, run
@@ -182,11 +193,10 @@ class Formation:
         if isinstance(prepared, FormationReceipt):
             return prepared
         admitted = admit_formation(self.ledger, caller, self.now())
-        bounded = prepared.command.model_copy(
-            update={"max_output_tokens": admitted.max_output_tokens}
-        )
         held = OperationRequest(
-            command=bounded, received_at=prepared.received_at, admitted=admitted
+            command=_bounded(prepared.command, admitted),
+            received_at=prepared.received_at,
+            admitted=admitted,
         )
         operation = self._new_operation(
             operation_id, caller, scope, request.formation_key, self.now(),
@@ -361,7 +371,8 @@ class Formation:
     def _run(
         self, operation: FormationOperation, worker: str, spend: FormationUsage
     ) -> FormationReceipt:
-        """Replay what an earlier attempt committed, or form and settle; the receipt."""
+        """Replay what an earlier attempt committed, or admit this attempt, form and
+        settle; the receipt."""
         held = OperationRequest.model_validate_json(operation.request_json)
         prepared = prepare(held.command, self.store, held.received_at)
         if isinstance(prepared, FormationReceipt):  # committed already: the stored receipt
@@ -370,14 +381,17 @@ class Formation:
             # under the operation's own key, only an earlier attempt of it committed: for its
             # client this is the formation, not a replay
             return public_receipt(prepared.model_copy(update={"replay": not own_key}))
+        attempt = operation.attempts
+        earlier = spent_before(self.ledger, held.admitted, attempt)
+        admitted = admit_attempt(self.ledger, held.admitted, attempt, self.now())
+        prepared = replace(prepared, command=_bounded(prepared.command, admitted))
         try:
-            receipt = self._form(prepared, operation, worker, spend)
+            receipt = self._form(prepared, operation, worker, spend, earlier)
         finally:
             settle_formation(
-                self.ledger, held.admitted, scope_id=operation.scope_id,
+                self.ledger, admitted, scope_id=operation.scope_id,
                 caller=_caller_of(operation), usage=spend,
                 formation_key=prepared.command.formation_key, now=self.now(),
-                attempt=operation.attempts,
             )  # fmt: skip
         return public_receipt(receipt)
 
@@ -387,10 +401,12 @@ class Formation:
         operation: FormationOperation,
         worker: str,
         spend: FormationUsage,
+        earlier: Spent,
     ) -> FormationReceipt:
         def still_ours() -> None:
-            """Before the commit: write nothing for a client that has gone, or when another
-            worker took the operation over."""
+            """Before the reconciliation call and before the commit: call the model no
+            more and write nothing for a client that has gone, or when another worker
+            took the operation over."""
             current = self.operations.get(operation.enterprise_id, operation.operation_id)
             if current is None or current.cancel_requested or current.done:
                 raise ClientGone("the client closed the connection before the formation finished")
@@ -402,15 +418,12 @@ class Formation:
 
         return run(
             prepared, self.store, self.embedder, self.model, usage=spend,
-            before_commit=still_ours,
+            checkpoint=still_ours, spent_before=earlier,
         )  # fmt: skip
 
     def _release(self, admitted: AdmittedFormation, operation: FormationOperation) -> None:
-        """Release the reservation of an operation answered without forming (idempotent)."""
-        settle_formation(
-            self.ledger, admitted, scope_id=operation.scope_id, caller=_caller_of(operation),
-            usage=FormationUsage(), formation_key=operation.formation_key, now=self.now(),
-        )  # fmt: skip
+        """Release the reservations of an operation answered without forming (idempotent)."""
+        release(self.ledger, admitted, operation.attempts)
 
     def abandon(self, task: FormationTask) -> None:
         """The queue gave up on a task: finish its operation UNAVAILABLE (if not done)."""
@@ -431,6 +444,16 @@ def result(operation: FormationOperation) -> FormationReceipt:
         raise error_from(operation.error)
     raise errors.FailedPrecondition(
         f"operation {operation.operation_id} is not done yet", reason="OPERATION_NOT_DONE"
+    )
+
+
+def _bounded(command: FormationCommand, admitted: AdmittedFormation) -> FormationCommand:
+    """The command within the bounds its admission set."""
+    return command.model_copy(
+        update={
+            "max_output_tokens": admitted.max_output_tokens,
+            "output_token_budget": admitted.output_token_budget,
+        }
     )
 
 

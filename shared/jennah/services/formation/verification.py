@@ -1,34 +1,46 @@
 """Verification in code, not by the model: what extraction proposed is checked
 against the conversation and the platform's rules before anything is reconciled.
 
-- The cited turns must exist; when they do not (or none are cited) the
-  attribution is unusable: the fact is still stored, with `jennah.source_step`
-  but no `jennah.source_turns`.
-- The quote must appear verbatim (spacing aside) in the cited turns, or, with
-  unusable attribution, somewhere in the conversation; else REJECTED.
+- Attribution: the cited turns must exist, none of them blank (a blank turn
+  cannot be cited), and the quote must appear in them (case, curly or straight
+  quotation marks and spacing aside). When it is unusable (turns that do not
+  exist, a blank turn, none cited, no quote, or a quote those turns do not
+  hold) the fact is still stored, with `jennah.source_step` but no
+  `jennah.source_turns`: an attribution never costs the fact.
 - Extracted attributes may not use the reserved `jennah.` prefix (REJECTED,
   naming the key), must leave room for the platform's one or two provenance
   keys within the metadata bound (REJECTED, naming the limit), and must be
   valid metadata keys and values.
-- A fact needs a known memory type; a relationship needs a subject, a relation
-  and an object. Entity classes are kept only when the vocabulary declares
-  them (otherwise the node has no class, never a placeholder).
+- A fact's memory type is the allowed type nearest to what extraction named
+  (a synonym or plural read as the type, anything else `fact`): never a reason
+  to lose the fact. A relationship needs a subject, a relation and an object.
+  The relation is recorded exactly as extracted (surrounding spaces aside), in
+  any script and whether or not the vocabulary declares it, never rewritten:
+  one longer than a stored relation (64 characters) or holding a control
+  character is REJECTED naming why. Entity classes are kept only when the
+  vocabulary declares them (otherwise the node has no class, never a
+  placeholder).
 """
 
 from __future__ import annotations
 
-import re
+import unicodedata
 from collections.abc import Collection, Sequence
 
 from jennah.domain import rules
-from jennah.domain.formation import PLATFORM_PREFIX, EntityRef, Turn
-from jennah.domain.models import MemoryType
+from jennah.domain.formation import (
+    PLATFORM_PREFIX,
+    EntityRef,
+    Turn,
+    fact_memory_type,
+    is_blank,
+    quoted_in,
+)
 from jennah.errors import InvalidArgument
 from jennah.services.formation.candidates import Candidate, EdgeShape, Entity, node_id
 
 MAX_ENTITY_NAME_LENGTH = 256  # a node label's bound (memory:commit's)
-_NOT_A_NAME_CHARACTER = re.compile(r"[^A-Za-z0-9_.\-]+")
-_MEMORY_TYPES = ", ".join(t.value for t in MemoryType if t is not MemoryType.RELATIONSHIP)
+MAX_RELATION_LENGTH = 64  # a stored edge's relation (graph_edges.relation)
 
 
 class _Rejected(Exception):
@@ -39,11 +51,10 @@ def verify(candidate: Candidate, turns: Sequence[Turn], entity_classes: Collecti
     """Check one extracted candidate in place: fill its verified shape, or reject it."""
     try:
         _check_text(candidate)
-        candidate.source_turns = _attribution(candidate, len(turns))
-        _check_quote(candidate, turns)
+        candidate.source_turns = _attribution(candidate, turns)
         _check_attributes(candidate)
         if candidate.is_fact:
-            candidate.memory_type = _memory_type(candidate)
+            candidate.memory_type = fact_memory_type(candidate.extracted.memory_type)
         else:
             candidate.edge = _edge_shape(candidate, entity_classes)
     except _Rejected as rejected:
@@ -69,25 +80,16 @@ def _check_text(candidate: Candidate) -> None:
         )
 
 
-def _attribution(candidate: Candidate, turn_count: int) -> list[int] | None:
-    """Ascending cited turns, or None when they name no turn or a turn that does not exist."""
+def _attribution(candidate: Candidate, turns: Sequence[Turn]) -> list[int] | None:
+    """The ascending cited turns when they exist, none is blank, and they hold the quote;
+    else None (unusable)."""
     cited = candidate.extracted.turns
-    if not cited or any(not 0 <= turn < turn_count for turn in cited):
+    if not cited or any(not 0 <= turn < len(turns) or is_blank(turns[turn]) for turn in cited):
         return None
-    return sorted(set(cited))
-
-
-def _check_quote(candidate: Candidate, turns: Sequence[Turn]) -> None:
-    quote = _spaced(candidate.extracted.quote)
-    if not quote:
-        raise _Rejected("extraction gave no quote from the conversation to support it")
-    cited = candidate.source_turns
-    indexes = cited if cited is not None else range(len(turns))
-    contents = [_spaced(turns[i].content) for i in indexes]
-    if any(quote in content for content in contents) or quote in " ".join(contents):
-        return
-    where = "turn " + ", ".join(str(i) for i in cited) if cited is not None else "the conversation"
-    raise _Rejected(f"its quote {_excerpt(quote)} does not appear in {where}")
+    ordered = sorted(set(cited))
+    if not quoted_in(candidate.extracted.quote, (turns[i].content for i in ordered)):
+        return None
+    return ordered
 
 
 def _check_attributes(candidate: Candidate) -> None:
@@ -110,28 +112,26 @@ def _check_attributes(candidate: Candidate) -> None:
         raise _Rejected(invalid.message) from None
 
 
-def _memory_type(candidate: Candidate) -> MemoryType:
-    value = candidate.extracted.memory_type.strip().lower() or MemoryType.FACT.value
-    try:
-        memory_type = MemoryType(value)
-    except ValueError:
-        memory_type = MemoryType.RELATIONSHIP
-    if memory_type is MemoryType.RELATIONSHIP:
-        raise _Rejected(
-            f"memory type {candidate.extracted.memory_type!r} is not a fact's; use one of "
-            f"{_MEMORY_TYPES}"
-        )
-    return memory_type
-
-
 def _edge_shape(candidate: Candidate, entity_classes: Collection[str]) -> EdgeShape:
     extracted = candidate.extracted
     subject = _entity(extracted.subject, "subject", entity_classes)
     target = _entity(extracted.object, "object", entity_classes)
-    relation = _NOT_A_NAME_CHARACTER.sub("_", (extracted.relation or "").strip()).strip("_")[:64]
-    if not relation:
-        raise _Rejected("a relationship needs a relation (letters, digits, '_', '.' or '-')")
+    relation = _relation(extracted.relation)
     return EdgeShape(source=subject, relation=relation, target=target)
+
+
+def _relation(extracted: str | None) -> str:
+    """The relation as extracted, surrounding spaces aside; never rewritten."""
+    relation = (extracted or "").strip()
+    if not relation:
+        raise _Rejected("a relationship needs a relation")
+    if len(relation) > MAX_RELATION_LENGTH:
+        raise _Rejected(
+            f"its relation is {len(relation)} characters; at most {MAX_RELATION_LENGTH} are allowed"
+        )
+    if any(unicodedata.category(character) == "Cc" for character in relation):
+        raise _Rejected(f"its relation {relation!r} holds a control character")
+    return relation
 
 
 def _entity(ref: EntityRef | None, role: str, entity_classes: Collection[str]) -> Entity:
@@ -143,14 +143,6 @@ def _entity(ref: EntityRef | None, role: str, entity_classes: Collection[str]) -
             f"the {role}'s name is {len(name)} characters; at most "
             f"{MAX_ENTITY_NAME_LENGTH} are allowed"
         )
-    entity_class = ref.entity_class if ref is not None else None
-    kept = entity_class if entity_class and entity_class in entity_classes else None
+    entity_class = (ref.entity_class or "").strip() if ref is not None else ""
+    kept = entity_class if entity_class in entity_classes else None
     return Entity(node_id=node_id(name), label=name, node_type=kept)
-
-
-def _spaced(text: str) -> str:
-    return " ".join(text.split())
-
-
-def _excerpt(text: str, limit: int = 80) -> str:
-    return repr(text if len(text) <= limit else text[: limit - 1] + "…")
