@@ -58,7 +58,8 @@ def serve(host: str | None, port: int | None, data_dir: Path | None, no_preload:
     from werkzeug.serving import make_server  # the server's imports stay off other commands
 
     from jennah.api.app import create_app
-    from jennah.bootstrap import Container, ensure_local_root
+    from jennah.bootstrap import Container, ensure_local_root, formation_deps
+    from jennah.services import formation_recovery
 
     settings = load_settings(data_dir)
     default_host, default_port = _endpoint_address(settings.endpoint)
@@ -68,6 +69,9 @@ def serve(host: str | None, port: int | None, data_dir: Path | None, no_preload:
         _ = container.access
     else:
         container.warm()
+    if settings.formation_queue == "local":  # what the last server left queued or running
+        deps = formation_deps(container)
+        formation_recovery.recover(container.operations, container.tasks, deps, restart=True)
     logging.getLogger("werkzeug").setLevel(logging.WARNING)
     server = make_server(
         host or default_host,

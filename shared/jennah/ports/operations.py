@@ -20,8 +20,8 @@ deletes them). Deletion is lazy in both: an operation past its `expire_time`
 and not yet deleted is still returned by `get`, and may still be claimed. The
 creator sets `expire_time` well past the 30-minute formation ceiling.
 
-Every method is confined to one enterprise, except `sweep`: another
-enterprise's operation is absent (None, MISSING). Instants passed in must be
+Every method is confined to one enterprise, except `unfinished` and `sweep`:
+another enterprise's operation is absent (None, MISSING). Instants passed in must be
 timezone-aware; they are stored in UTC with microsecond precision.
 """
 
@@ -188,6 +188,13 @@ class OperationStore(Protocol):
         finish; a done one is unchanged. The operation as it now is; None when absent."""
         ...
 
+    def unfinished(self, now: datetime, limit: int = 500) -> list[FormationOperation]:
+        """Up to `limit` operations, in every enterprise and in no particular order, that
+        are not done and that no worker holds at `now`: QUEUED ones, and RUNNING ones
+        whose lease ended at or before `now` (`stranded`). What a crash left behind, for
+        `formation_recovery` to deliver again."""
+        ...
+
     def sweep(self, now: datetime, limit: int = 500) -> int:
         """Delete up to `limit` operations whose expire_time <= now, in every enterprise;
         how many were deleted. (In Firestore production a TTL policy deletes them too.)"""
@@ -232,6 +239,18 @@ def after_claim(
         }
     )
     return Claim(outcome=ClaimOutcome.CLAIMED, operation=claimed)
+
+
+def stranded(operation: FormationOperation, now: datetime) -> bool:
+    """Not done and held by no live lease at `now` (see OperationStore.unfinished)."""
+    now = _utc(now)
+    if operation.state is OperationState.QUEUED:
+        return True
+    return (
+        operation.state is OperationState.RUNNING
+        and operation.lease_expires_at is not None
+        and operation.lease_expires_at <= now
+    )
 
 
 def check_outcome(receipt_json: str | None, error: OperationError | None) -> None:

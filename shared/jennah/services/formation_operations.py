@@ -152,7 +152,7 @@ def submit(
         operations.create(operation)
         queue.enqueue(FormationTask(enterprise_id=caller.enterprise_id, operation_id=operation_id))
     except JennahError as exc:
-        _abandon(operation, admitted, deps, operations, exc)
+        abandon_unqueued(operation, admitted, deps, operations, exc)
         raise errors.Unavailable(
             f"the formation could not be queued ({exc.message}); nothing was spent: retry",
             reason="FORMATION_NOT_QUEUED",
@@ -160,14 +160,15 @@ def submit(
     return operation
 
 
-def _abandon(
+def abandon_unqueued(
     operation: FormationOperation,
     admitted: AdmittedFormation,
     deps: FormationDeps,
     operations: OperationStore,
     cause: JennahError,
 ) -> None:
-    """Release the reservation of an operation that was never queued (best effort)."""
+    """Release the reservation of an operation that could not be queued and mark it failed
+    with `cause` (best effort)."""
     _release(admitted, operation, deps)
     try:
         operations.finish(

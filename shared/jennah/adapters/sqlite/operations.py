@@ -61,7 +61,9 @@ CREATE TABLE IF NOT EXISTS formation_operations (
 CREATE INDEX IF NOT EXISTS formation_operations_by_expiry
   ON formation_operations (expire_time);
 CREATE INDEX IF NOT EXISTS formation_operations_by_scope
-  ON formation_operations (enterprise_id, scope_id)
+  ON formation_operations (enterprise_id, scope_id);
+CREATE INDEX IF NOT EXISTS formation_operations_unfinished
+  ON formation_operations (state, lease_expires_at) WHERE state IN ('QUEUED', 'RUNNING')
 """
 
 _COLUMNS = (
@@ -154,6 +156,16 @@ class SqliteOperationStore:
             cancelled = after_cancel(operation, now)
             _write(conn, operation, cancelled)
         return cancelled
+
+    def unfinished(self, now: datetime, limit: int = 500) -> list[FormationOperation]:
+        at = required_micros(now)
+        with self._file.reader() as conn:
+            rows = conn.execute(
+                f"SELECT {_COLUMNS} FROM formation_operations WHERE state = 'QUEUED' "
+                "OR (state = 'RUNNING' AND lease_expires_at <= ?) LIMIT ?",
+                (at, limit),
+            ).fetchall()
+        return [_operation(row) for row in rows]
 
     def sweep(self, now: datetime, limit: int = 500) -> int:
         with self._file.transaction() as conn:
