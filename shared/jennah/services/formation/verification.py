@@ -4,10 +4,13 @@ against the conversation and the platform's rules before anything is reconciled.
 - The cited turns must exist; when they do not (or none are cited) the
   attribution is unusable: the fact is still stored, with `jennah.source_step`
   but no `jennah.source_turns`.
-- The quote must appear verbatim (spacing aside) in the cited turns, or, with
-  unusable attribution, somewhere in the conversation; else REJECTED.
-- Extracted attributes may not use the reserved `jennah.` prefix (REJECTED,
-  naming the key), must leave room for the platform's one or two provenance
+- The quote must appear verbatim (spacing aside) in the cited user or assistant
+  turns, or, with unusable attribution, in some user or assistant turn; else
+  REJECTED. Tool calls and results are what the agent read, not what anyone said:
+  a quote found only there is REJECTED (tool output counts only where the
+  assistant passed it on in its own reply, which is then the turn to quote).
+- Extracted attributes may not use the reserved `jennah.` prefix, in any letter
+  case (REJECTED, naming the key), must leave room for the platform's one or two provenance
   keys within the metadata bound (REJECTED, naming the limit), and must be
   valid metadata keys and values.
 - A fact needs a known memory type; a relationship needs a subject, a relation
@@ -21,12 +24,14 @@ import re
 from collections.abc import Collection, Sequence
 
 from jennah.domain import rules
-from jennah.domain.formation import PLATFORM_PREFIX, EntityRef, Turn
+from jennah.domain.formation import PLATFORM_PREFIX, EntityRef, Turn, TurnRole
 from jennah.domain.models import MemoryType
 from jennah.errors import InvalidArgument
 from jennah.services.formation.candidates import Candidate, EdgeShape, Entity, node_id
 
 MAX_ENTITY_NAME_LENGTH = 256  # a node label's bound (memory:commit's)
+# The turns whose words can be memory: what the user and the assistant said.
+_SPOKEN = frozenset({TurnRole.USER, TurnRole.ASSISTANT})
 _NOT_A_NAME_CHARACTER = re.compile(r"[^A-Za-z0-9_.\-]+")
 _MEMORY_TYPES = ", ".join(t.value for t in MemoryType if t is not MemoryType.RELATIONSHIP)
 
@@ -83,17 +88,27 @@ def _check_quote(candidate: Candidate, turns: Sequence[Turn]) -> None:
         raise _Rejected("extraction gave no quote from the conversation to support it")
     cited = candidate.source_turns
     indexes = cited if cited is not None else range(len(turns))
-    contents = [_spaced(turns[i].content) for i in indexes]
-    if any(quote in content for content in contents) or quote in " ".join(contents):
+    if _quoted(quote, [turns[i] for i in indexes if turns[i].role in _SPOKEN]):
         return
     where = "turn " + ", ".join(str(i) for i in cited) if cited is not None else "the conversation"
+    if _quoted(quote, [turns[i] for i in indexes]):
+        raise _Rejected(
+            f"its quote {_excerpt(quote)} comes from tool output in {where}, which no user or "
+            "assistant turn it cites passes on"
+        )
     raise _Rejected(f"its quote {_excerpt(quote)} does not appear in {where}")
+
+
+def _quoted(quote: str, turns: Sequence[Turn]) -> bool:
+    """Whether the quote appears in one of the turns, or across consecutive ones."""
+    contents = [_spaced(turn.content) for turn in turns]
+    return any(quote in content for content in contents) or quote in " ".join(contents)
 
 
 def _check_attributes(candidate: Candidate) -> None:
     attributes = candidate.extracted.attributes
     for key in attributes:
-        if key.startswith(PLATFORM_PREFIX):
+        if key.casefold().startswith(PLATFORM_PREFIX):
             raise _Rejected(
                 f"extracted attribute {key!r} uses the reserved {PLATFORM_PREFIX!r} prefix"
             )
