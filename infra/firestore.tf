@@ -60,3 +60,36 @@ resource "google_firestore_index" "role_bindings_by_principal_and_role" {
     order      = "ASCENDING"
   }
 }
+
+# What a restart re-delivers (jennah.adapters.firestore.operations `unfinished`): two
+# collection-group queries over `operations`, state == "QUEUED", and state == "RUNNING" with
+# leaseExpiresAt <= now (a worker that died holding its lease).
+resource "google_firestore_field" "operation_state" {
+  project    = var.project_id
+  database   = google_firestore_database.control.name
+  collection = "operations"
+  field      = "state"
+
+  index_config {
+    indexes {
+      order       = "ASCENDING"
+      query_scope = "COLLECTION_GROUP"
+    }
+  }
+}
+
+resource "google_firestore_index" "operation_expired_leases" {
+  project     = var.project_id
+  database    = google_firestore_database.control.name
+  collection  = "operations"
+  query_scope = "COLLECTION_GROUP"
+
+  fields {
+    field_path = "state"
+    order      = "ASCENDING"
+  }
+  fields {
+    field_path = "leaseExpiresAt"
+    order      = "ASCENDING"
+  }
+}

@@ -31,6 +31,7 @@ from jennah.domain.operations import (
     OperationError,
     OperationState,
     new_operation_id,
+    stranded,
 )
 from jennah.ports.operations import OperationStore
 
@@ -543,6 +544,76 @@ def test_releasing_a_cancel_requested_operation_ends_it(
     ended = stored(operations, operation)
     assert (ended.state, ended.lease_owner) == (OperationState.CANCELLED, None)
     assert ended.error == OperationError(code="CANCELLED", message=CLIENT_CLOSED_MESSAGE)
+
+
+# -- unfinished: what a crash left behind ------------------------------------------
+
+# Other tests leave queued operations behind (the Firestore emulator is shared): list
+# with room for all of them and look at this test's enterprises only.
+EVERY_ONE = 100_000
+
+
+def unfinished_of(
+    operations: OperationStore, now: datetime, *enterprises: str
+) -> dict[str, FormationOperation]:
+    found = operations.unfinished(now, EVERY_ONE)
+    return {op.operation_id: op for op in found if op.enterprise_id in enterprises}
+
+
+def test_unfinished_lists_the_queued_and_the_expired_leases_of_every_enterprise(
+    operations: OperationStore, enterprise: str
+) -> None:
+    other = f"ent-{uuid.uuid4().hex}"
+    queued = [created(operations, enterprise), created(operations, other)]
+    long_ago, at_now = created(operations, enterprise), created(operations, enterprise)
+    claimed(operations, long_ago, "worker-dead", NOW - 3 * LEASE)
+    claimed(operations, at_now, "worker-dead", NOW - LEASE)  # ends at now: ended
+    cancel_requested = created(operations, enterprise)  # its lease ran out too
+    claimed(operations, cancel_requested, "worker-dead", NOW - 2 * LEASE)
+    operations.cancel(enterprise, cancel_requested.operation_id, NOW - 2 * LEASE)
+    live = created(operations, enterprise)
+    claimed(operations, live, "worker-alive", NOW - LEASE + timedelta(microseconds=1))
+    failure = OperationError(code="INTERNAL", message="x")
+    for outcome in ({"receipt_json": "{}"}, {"error": failure}):
+        done = created(operations, enterprise)
+        claimed(operations, done, "worker-a", NOW - 3 * LEASE)
+        operations.finish(enterprise, done.operation_id, NOW - 3 * LEASE, **outcome)  # type: ignore[arg-type]
+    operations.cancel(enterprise, created(operations, enterprise).operation_id, NOW)
+
+    found = unfinished_of(operations, NOW, enterprise, other)
+
+    expected = [*queued, long_ago, at_now, cancel_requested]
+    assert sorted(found) == sorted(op.operation_id for op in expected)
+    assert all(stranded(op, NOW) for op in found.values())
+    assert all(found[op.operation_id] == stored(operations, op) for op in expected)
+    assert found[long_ago.operation_id].state is OperationState.RUNNING
+    assert found[cancel_requested.operation_id].cancel_requested
+    # a moment later the live lease has ended too
+    later = unfinished_of(operations, NOW + timedelta(microseconds=1), enterprise, other)
+    assert sorted(later) == sorted([*found, live.operation_id])
+    # every lease has ended by the end of time (what a restart of the only worker asks)
+    end_of_time = datetime.max.replace(tzinfo=UTC)
+    assert sorted(unfinished_of(operations, end_of_time, enterprise, other)) == sorted(later)
+
+
+def test_unfinished_lists_at_most_its_limit(operations: OperationStore, enterprise: str) -> None:
+    for _ in range(3):
+        created(operations, enterprise)
+    found = operations.unfinished(NOW, limit=2)
+    assert len(found) == 2 and all(stranded(op, NOW) for op in found)
+
+
+def test_a_released_lease_leaves_the_operation_unfinished_and_claimable(
+    operations: OperationStore, enterprise: str
+) -> None:
+    """What recovery does with a dead worker's live lease: releasing on its behalf."""
+    operation = created(operations, enterprise)
+    claimed(operations, operation, "worker-dead")
+    assert operation.operation_id not in unfinished_of(operations, NOW, enterprise)
+    operations.release(enterprise, operation.operation_id, "worker-dead", NOW)
+    found = unfinished_of(operations, NOW, enterprise)
+    assert found[operation.operation_id].state is OperationState.QUEUED
+    assert claimed(operations, operation, "worker-new").outcome is ClaimOutcome.CLAIMED
 
 
 # -- sweep and erasure ---------------------------------------------------------------

@@ -68,6 +68,7 @@ def serve(host: str | None, port: int | None, data_dir: Path | None, no_preload:
     from jennah.api.app import create_app  # the server's imports stay off other commands
     from jennah.api.server import make_server
     from jennah.bootstrap import Container
+    from jennah.services.formation.recovery import recover
 
     settings = load_settings(data_dir)
     default_host, default_port = _endpoint_address(settings.endpoint)
@@ -77,6 +78,8 @@ def serve(host: str | None, port: int | None, data_dir: Path | None, no_preload:
         _ = container.access
     else:
         container.warm()
+    if settings.formation_queue == "local":  # what the last server left queued or running
+        recover(container.formation, restart=True)
     logging.getLogger("werkzeug").setLevel(logging.WARNING)
     server = make_server(
         create_app(container),

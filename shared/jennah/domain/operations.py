@@ -176,6 +176,18 @@ def after_claim(
     return Claim(outcome=ClaimOutcome.CLAIMED, operation=claimed)
 
 
+def stranded(operation: FormationOperation, now: datetime) -> bool:
+    """Not done and held by no live lease at `now` (see OperationStore.unfinished)."""
+    now = _utc(now)
+    if operation.state is OperationState.QUEUED:
+        return True
+    return (
+        operation.state is OperationState.RUNNING
+        and operation.lease_expires_at is not None
+        and operation.lease_expires_at <= now
+    )
+
+
 def check_outcome(receipt_json: str | None, error: OperationError | None) -> None:
     """ValueError unless exactly one of a receipt and an error is given."""
     if (receipt_json is None) == (error is None):

@@ -19,8 +19,8 @@ deletes them). Deletion is lazy in both: an operation past its `expire_time`
 and not yet deleted is still returned by `get`, and may still be claimed. The
 creator sets `expire_time` well past the 30-minute formation ceiling.
 
-Every method is confined to one enterprise, except `sweep`: another
-enterprise's operation is absent (None, MISSING). Instants passed in must be
+Every method is confined to one enterprise, except `unfinished` and `sweep`:
+another enterprise's operation is absent (None, MISSING). Instants passed in must be
 timezone-aware; they are stored in UTC with microsecond precision.
 """
 
@@ -92,6 +92,12 @@ class OperationStore(Protocol):
         create_time, then operation id, both descending; only those before
         (create_time, operation id) `before` when given (a page). Expired operations
         not yet deleted are listed."""
+
+    def unfinished(self, now: datetime, limit: int = 500) -> list[FormationOperation]:
+        """Up to `limit` operations, in every enterprise and in no particular order, that
+        are not done and that no worker holds at `now`: QUEUED ones, and RUNNING ones
+        whose lease ended at or before `now` (`stranded`). What a crash left behind, for
+        `services.formation.recovery` to deliver again."""
         ...
 
     def sweep(self, now: datetime, limit: int = 500) -> int:

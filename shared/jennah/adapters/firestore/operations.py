@@ -9,7 +9,9 @@ Firestore timestamps). The collection id `operations` and the timestamp field
 `expireTime` are what the TTL policy in `infra/` names (collection group
 `operations`, field `expireTime`): Firestore deletes expired operations itself,
 typically within a day of expiry, and `sweep` deletes them on demand with a
-collection-group query on `expireTime`.
+collection-group query on `expireTime`. `unfinished` runs two collection-group
+queries, on `state` and on (`state`, `leaseExpiresAt`), whose indexes `infra/`
+declares too.
 
 Each change is one atomic read-modify-write of the document: read it, apply the
 transition (`jennah.domain.operations`), and update it on the condition that it
@@ -37,6 +39,7 @@ from jennah.domain.operations import (
     Claim,
     FormationOperation,
     OperationError,
+    OperationState,
     after_cancel,
     after_claim,
     after_finish,
@@ -48,6 +51,9 @@ from jennah.errors import Aborted, AlreadyExists
 ENTERPRISES = "enterprises"
 OPERATIONS = "operations"  # the collection group of the TTL policy
 EXPIRE_TIME = "expireTime"  # the TTL policy's field
+# What `unfinished` queries across the collection group (the indexes in infra/firestore.tf).
+STATE = "state"
+LEASE_EXPIRES_AT = "leaseExpiresAt"
 
 # What a transition may change; the rest is fixed when the operation is created.
 _CHANGING = (
@@ -157,6 +163,20 @@ class FirestoreOperationStore:
         with self._calls.mapped("list operations"):
             found = query.limit(limit).get(**self._calls.idempotent)
         return [from_fields(FormationOperation, snapshot.to_dict()) for snapshot in found]
+
+    def unfinished(self, now: datetime, limit: int = 500) -> list[FormationOperation]:
+        group = self._client.collection_group(OPERATIONS)
+        queued = group.where(filter=FieldFilter(STATE, "==", OperationState.QUEUED.value))
+        expired = group.where(filter=FieldFilter(STATE, "==", OperationState.RUNNING.value)).where(
+            filter=FieldFilter(LEASE_EXPIRES_AT, "<=", now)
+        )
+        found: list[FormationOperation] = []
+        with self._calls.mapped("list unfinished operations"):
+            for query in (queued, expired):
+                if len(found) < limit:
+                    snapshots = query.limit(limit - len(found)).get(**self._calls.idempotent)
+                    found += [from_fields(FormationOperation, s.to_dict()) for s in snapshots]
+        return found
 
     def sweep(self, now: datetime, limit: int = 500) -> int:
         query = (

@@ -63,7 +63,9 @@ CREATE INDEX IF NOT EXISTS formation_operations_by_expiry
 CREATE INDEX IF NOT EXISTS formation_operations_by_scope
   ON formation_operations (enterprise_id, scope_id);
 CREATE INDEX IF NOT EXISTS formation_operations_by_creation
-  ON formation_operations (enterprise_id, create_time DESC, operation_id DESC)
+  ON formation_operations (enterprise_id, create_time DESC, operation_id DESC);
+CREATE INDEX IF NOT EXISTS formation_operations_unfinished
+  ON formation_operations (state, lease_expires_at) WHERE state IN ('QUEUED', 'RUNNING')
 """
 
 _COLUMNS = (
@@ -170,6 +172,16 @@ class SqliteOperationStore:
                 f"SELECT {_COLUMNS} FROM formation_operations WHERE enterprise_id = ?{page} "
                 "ORDER BY create_time DESC, operation_id DESC LIMIT ?",
                 (*params, limit),
+            ).fetchall()
+        return [_operation(row) for row in rows]
+
+    def unfinished(self, now: datetime, limit: int = 500) -> list[FormationOperation]:
+        at = required_micros(now)
+        with self._file.reader() as conn:
+            rows = conn.execute(
+                f"SELECT {_COLUMNS} FROM formation_operations WHERE state = 'QUEUED' "
+                "OR (state = 'RUNNING' AND lease_expires_at <= ?) LIMIT ?",
+                (at, limit),
             ).fetchall()
         return [_operation(row) for row in rows]
 

@@ -208,7 +208,7 @@ class Formation:
                 FormationTask(enterprise_id=caller.enterprise_id, operation_id=operation_id)
             )
         except JennahError as exc:
-            self._abandon_unqueued(operation, admitted, exc)
+            self.abandon_unqueued(operation, admitted, exc)
             raise errors.Unavailable(
                 f"the formation could not be queued ({exc.message}); nothing was spent: retry",
                 reason="FORMATION_NOT_QUEUED",
@@ -240,7 +240,7 @@ class Formation:
             deadline_seconds=self.model_call_deadline,
         )
 
-    def _abandon_unqueued(
+    def abandon_unqueued(
         self, operation: FormationOperation, admitted: AdmittedFormation, cause: JennahError
     ) -> None:
         """Release the reservation of an operation that was never queued (best effort)."""

@@ -7,8 +7,12 @@ against the conversation and the platform's rules before anything is reconciled.
   exist, a blank turn, none cited, no quote, or a quote those turns do not
   hold) the fact is still stored, with `jennah.source_step` but no
   `jennah.source_turns`: an attribution never costs the fact.
-- Extracted attributes may not use the reserved `jennah.` prefix (REJECTED,
-  naming the key), must leave room for the platform's one or two provenance
+- Tool calls and results are what the agent read, not what anyone said: a fact
+  whose quote the conversation holds only in tool turns, and no user or assistant
+  turn passes on, is REJECTED (tool output counts only where the assistant passed
+  it on in its own reply, which is then the turn to quote).
+- Extracted attributes may not use the reserved `jennah.` prefix, in any letter
+  case (REJECTED, naming the key), must leave room for the platform's one or two provenance
   keys within the metadata bound (REJECTED, naming the limit), and must be
   valid metadata keys and values.
 - A fact's memory type is the allowed type nearest to what extraction named
@@ -32,6 +36,7 @@ from jennah.domain.formation import (
     PLATFORM_PREFIX,
     EntityRef,
     Turn,
+    TurnRole,
     fact_memory_type,
     is_blank,
     quoted_in,
@@ -41,6 +46,8 @@ from jennah.services.formation.candidates import Candidate, EdgeShape, Entity, n
 
 MAX_ENTITY_NAME_LENGTH = 256  # a node label's bound (memory:commit's)
 MAX_RELATION_LENGTH = 64  # a stored edge's relation (graph_edges.relation)
+# The turns whose words can be memory: what the user and the assistant said.
+_SPOKEN = frozenset({TurnRole.USER, TurnRole.ASSISTANT})
 
 
 class _Rejected(Exception):
@@ -52,6 +59,7 @@ def verify(candidate: Candidate, turns: Sequence[Turn], entity_classes: Collecti
     try:
         _check_text(candidate)
         candidate.source_turns = _attribution(candidate, turns)
+        _check_not_tool_output(candidate, turns)
         _check_attributes(candidate)
         if candidate.is_fact:
             candidate.memory_type = fact_memory_type(candidate.extracted.memory_type)
@@ -87,15 +95,30 @@ def _attribution(candidate: Candidate, turns: Sequence[Turn]) -> list[int] | Non
     if not cited or any(not 0 <= turn < len(turns) or is_blank(turns[turn]) for turn in cited):
         return None
     ordered = sorted(set(cited))
-    if not quoted_in(candidate.extracted.quote, (turns[i].content for i in ordered)):
+    spoken = (turns[i].content for i in ordered if turns[i].role in _SPOKEN)
+    if not quoted_in(candidate.extracted.quote, spoken):
         return None
     return ordered
+
+
+def _check_not_tool_output(candidate: Candidate, turns: Sequence[Turn]) -> None:
+    """REJECTED when the quote is found only in tool turns: nobody said it."""
+    quote = candidate.extracted.quote
+    if candidate.source_turns is not None or not quote or not quote.strip():
+        return
+    if quoted_in(quote, (turn.content for turn in turns if turn.role in _SPOKEN)):
+        return
+    if quoted_in(quote, (turn.content for turn in turns if turn.role not in _SPOKEN)):
+        raise _Rejected(
+            f"its quote {quote[:60]!r} comes from tool output, which no user or assistant "
+            "turn passes on"
+        )
 
 
 def _check_attributes(candidate: Candidate) -> None:
     attributes = candidate.extracted.attributes
     for key in attributes:
-        if key.startswith(PLATFORM_PREFIX):
+        if key.casefold().startswith(PLATFORM_PREFIX):
             raise _Rejected(
                 f"extracted attribute {key!r} uses the reserved {PLATFORM_PREFIX!r} prefix"
             )
