@@ -115,12 +115,18 @@ def test_an_unusable_attribution_drops_source_turns_never_the_fact(
         fact(alphaus, [], "I work at Alphaus"),  # no turn cited
         fact(tea, [0], ""),  # no quote
     )
-    assert decisions(receipt) == ["NEW", "NEW", "NEW", "NEW"]
-    assert all(c.rejection_reason is None for c in receipt.candidates)
-    for text in (LIVES, kyoto, alphaus, tea):
+    # an unusable attribution keeps the fact; words nobody said are no fact at all
+    assert decisions(receipt) == ["NEW", "REJECTED", "NEW", "REJECTED"]
+    kyoto_reason, tea_reason = (
+        receipt.candidates[1].rejection_reason,
+        receipt.candidates[3].rejection_reason,
+    )
+    assert kyoto_reason is not None and "does not appear in the conversation" in kyoto_reason
+    assert tea_reason is not None and "no quote" in tea_reason
+    for text in (LIVES, alphaus):
         assert chunk(store, scope, text).metadata == {SOURCE_STEP: STEP}  # no source_turns
     refs = sorted(ref for _, ref, _ in evidence_lines(store, scope))
-    assert refs == [f"conv://{scope.scope_id}/{STEP}"] * 4  # the conversation, no turn
+    assert refs == [f"conv://{scope.scope_id}/{STEP}"] * 2  # the conversation, no turn
 
 
 def test_reserved_attribute_keys_are_rejected_naming_the_key(

@@ -64,6 +64,16 @@ KNOWN_DEFECTS = (
 )  # fmt: skip
 
 
+# Where the server answers as Google's APIs do rather than as a check expects: the
+# failure is accepted only when its report shows that answer.
+DELIBERATE = {
+    # An HTTP method a path does not bind: Google APIs answer 404 NOT_FOUND "Method not
+    # found" (google.rpc has no status for 405), with an Allow header; schemathesis expects
+    # 405. Documented in the README (Errors).
+    "ST204": "returned 404",
+}
+
+
 def operations() -> list[str]:
     document = json.loads(OPENAPI.read_text(encoding="utf-8"))
     return sorted(
@@ -131,7 +141,11 @@ def test_the_operation_conforms_to_the_document(run: Run, operation: str) -> Non
         for defect in KNOWN_DEFECTS
         if defect.code == code and (defect.operations is None or operation in defect.operations)
     }
-    unexpected = {code: text for code, text in found.items() if code not in known}
+    unexpected = {
+        code: text
+        for code, text in found.items()
+        if code not in known and not (code in DELIBERATE and DELIBERATE[code] in text)
+    }
     assert unexpected == {}, "\n\n".join(unexpected.values())
     if known:
         pytest.xfail("; ".join(f"{code}: {reason}" for code, reason in sorted(known.items())))

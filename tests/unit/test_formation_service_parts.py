@@ -10,6 +10,7 @@ import pytest
 from jennah.adapters.models.scripted import ScriptedModel
 from jennah.domain.formation import (
     CandidateKind,
+    Decision,
     EntityRef,
     ExtractedCandidate,
     Turn,
@@ -137,8 +138,12 @@ def _verified(**fields: Any) -> Candidate:
 def test_quotes_match_up_to_case_and_spacing_and_otherwise_drop_only_the_turns() -> None:
     ok = _verified(kind=CandidateKind.FACT, text="t", turns=[0], quote="live in tokyo AND work")
     assert ok.decision is None and ok.source_turns == [0] and platform_keys(ok) == 2
-    other = _verified(kind=CandidateKind.FACT, text="t", turns=[0], quote="live in Kyoto")
-    assert other.decision is None and other.source_turns is None and platform_keys(other) == 1
+    elsewhere = _verified(kind=CandidateKind.FACT, text="t", turns=[5], quote="live in TOKYO")
+    assert elsewhere.decision is None and elsewhere.source_turns is None
+    assert platform_keys(elsewhere) == 1
+    nowhere = _verified(kind=CandidateKind.FACT, text="t", turns=[0], quote="live in Kyoto")
+    assert nowhere.decision is Decision.REJECTED
+    assert "does not appear in the conversation" in (nowhere.rejection_reason or "")
 
 
 def test_relationship_shapes() -> None:

@@ -4,13 +4,14 @@ against the conversation and the platform's rules before anything is reconciled.
 - Attribution: the cited turns must exist, none of them blank (a blank turn
   cannot be cited), and the quote must appear in them (case, curly or straight
   quotation marks and spacing aside). When it is unusable (turns that do not
-  exist, a blank turn, none cited, no quote, or a quote those turns do not
-  hold) the fact is still stored, with `jennah.source_step` but no
+  exist, a blank turn, none cited, or cited turns that do not hold the quote)
+  the fact is still stored, with `jennah.source_step` but no
   `jennah.source_turns`: an attribution never costs the fact.
-- Tool calls and results are what the agent read, not what anyone said: a fact
-  whose quote the conversation holds only in tool turns, and no user or assistant
-  turn passes on, is REJECTED (tool output counts only where the assistant passed
-  it on in its own reply, which is then the turn to quote).
+- Grounding: the quote must appear in some user or assistant turn, else the
+  candidate is REJECTED (no quote, or words nobody said). Tool calls and results
+  are what the agent read, not what anyone said: a quote the conversation holds
+  only in tool turns is REJECTED naming tool output (it counts only where the
+  assistant passed it on in its own reply, which is then the turn to quote).
 - Extracted attributes may not use the reserved `jennah.` prefix, in any letter
   case (REJECTED, naming the key), must leave room for the platform's one or two provenance
   keys within the metadata bound (REJECTED, naming the limit), and must be
@@ -59,7 +60,7 @@ def verify(candidate: Candidate, turns: Sequence[Turn], entity_classes: Collecti
     try:
         _check_text(candidate)
         candidate.source_turns = _attribution(candidate, turns)
-        _check_not_tool_output(candidate, turns)
+        _check_grounded(candidate, turns)
         _check_attributes(candidate)
         if candidate.is_fact:
             candidate.memory_type = fact_memory_type(candidate.extracted.memory_type)
@@ -101,18 +102,22 @@ def _attribution(candidate: Candidate, turns: Sequence[Turn]) -> list[int] | Non
     return ordered
 
 
-def _check_not_tool_output(candidate: Candidate, turns: Sequence[Turn]) -> None:
-    """REJECTED when the quote is found only in tool turns: nobody said it."""
+def _check_grounded(candidate: Candidate, turns: Sequence[Turn]) -> None:
+    """REJECTED unless a user or assistant turn holds the quote: a fact needs words
+    someone said. Words found only in tool turns were read, not said."""
     quote = candidate.extracted.quote
-    if candidate.source_turns is not None or not quote or not quote.strip():
+    if not quote or not quote.strip():
+        raise _Rejected("extraction gave no quote from the conversation to support it")
+    if candidate.source_turns is not None:
         return
     if quoted_in(quote, (turn.content for turn in turns if turn.role in _SPOKEN)):
-        return
+        return  # an unusable attribution: the fact is kept, without source_turns
     if quoted_in(quote, (turn.content for turn in turns if turn.role not in _SPOKEN)):
         raise _Rejected(
             f"its quote {quote[:60]!r} comes from tool output, which no user or assistant "
             "turn passes on"
         )
+    raise _Rejected(f"its quote {quote[:60]!r} does not appear in the conversation")
 
 
 def _check_attributes(candidate: Candidate) -> None:
