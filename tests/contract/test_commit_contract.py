@@ -145,9 +145,9 @@ def test_plan_failing_on_its_last_closure_writes_nothing(
             ],
         )
     assert "chk_missing" in str(raised.value)
-    assert store.get_chunks(
-        scope, [chunk_id("brand new chunk"), chunk_id("new fact", at(2025))]
-    ) == []
+    assert (
+        store.get_chunks(scope, [chunk_id("brand new chunk"), chunk_id("new fact", at(2025))]) == []
+    )
     still_open = one_chunk(store, scope, old)
     assert still_open.invalid_at is None and still_open.superseded_by is None
     assert still_open.status is Status.ACTIVE
@@ -167,8 +167,11 @@ def test_store_plan_with_missing_closure_target_writes_nothing(
             )
         ],
         nodes=[GraphNode(node_id="ana"), GraphNode(node_id="bob")],
-        edges=[GraphEdge(edge_id=edge_id("ana", "knows", "bob"), source="ana",
-                         relation="knows", target="bob")],
+        edges=[
+            GraphEdge(
+                edge_id=edge_id("ana", "knows", "bob"), source="ana", relation="knows", target="bob"
+            )
+        ],
         edge_closures=[Closure(target_id="edg_missing", invalid_at=NOW, superseded_by="x")],
     )
     with pytest.raises(NotFound, match="edg_missing"):

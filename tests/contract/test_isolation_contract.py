@@ -44,12 +44,9 @@ def scopes(store: MemoryStore) -> dict[str, ScopeRef]:
                 NodeInput(node_id="n", label=f"N {name}", node_type=f"type_{name}"),
                 NodeInput(node_id="m", label=f"M {name}"),
             ],
-            edges=[EdgeInput(source="n", relation="rel", target="m",
-                             properties={"owner": name})],
+            edges=[EdgeInput(source="n", relation="rel", target="m", properties={"owner": name})],
         )
-        store.apply(
-            CommitPlan(scope=scope, steps=[ExecutionLogStep(step_id="s", tool_input=name)])
-        )
+        store.apply(CommitPlan(scope=scope, steps=[ExecutionLogStep(step_id="s", tool_input=name)]))
     return named
 
 
@@ -74,7 +71,8 @@ def test_search_is_confined(store: MemoryStore, scopes: dict[str, ScopeRef], nam
     scope = scopes[name]
     hits = search(store, scope, "words scope only", top_k=100)
     assert {record_id for record_id, _ in hits} == {
-        chunk_id(SHARED_TEXT), chunk_id(f"only in scope {name}")
+        chunk_id(SHARED_TEXT),
+        chunk_id(f"only in scope {name}"),
     }
     filtered = store.search_chunks(
         scope, EMBEDDER.embed(SHARED_TEXT), 100, [MetadataFilter(key="owner", values=NAMES)], NOW

@@ -191,9 +191,7 @@ def moved(store: MemoryStore, scope: ScopeRef) -> ScopeRef:
         nodes=[NodeInput(node_id=n) for n in ("ana", "acme", "initech", "globex")],
         edges=[WORKED],
     )
-    result = commit_items(
-        store, scope, supersessions=[_supersede_edge(WORKED_ID, WORKS)]
-    )
+    result = commit_items(store, scope, supersessions=[_supersede_edge(WORKED_ID, WORKS)])
     assert (result.edges_written, result.edge_supersessions) == (1, 1)
     return scope
 
@@ -242,9 +240,7 @@ def test_second_different_edge_supersession_fails(store: MemoryStore, moved: Sco
 def test_identical_retried_edge_supersession_is_a_no_op(
     store: MemoryStore, moved: ScopeRef
 ) -> None:
-    result = commit_items(
-        store, moved, supersessions=[_supersede_edge(WORKED_ID, WORKS)]
-    )
+    result = commit_items(store, moved, supersessions=[_supersede_edge(WORKED_ID, WORKS)])
     assert result.edge_supersessions == 0
     assert _employers(store, moved) == ["initech"]
 

@@ -85,9 +85,7 @@ def test_the_async_mode_round_trips(served: tuple[str, object, ScriptedModel]) -
             break
         time.sleep(0.02)
     assert operation["done"] and operation["metadata"]["state"] == "SUCCEEDED"
-    assert [c["text"] for c in operation["response"]["candidates"]] == [
-        "The user lives in Tokyo."
-    ]
+    assert [c["text"] for c in operation["response"]["candidates"]] == ["The user lives in Tokyo."]
 
 
 def _state(row: tuple[object, ...]) -> str:

@@ -323,8 +323,9 @@ def test_naming_a_scope_needs_reach_and_without_it_the_scope_is_missing(api: Api
         api.delete(V, token=admin, **scope("team.x")),
     ):
         assert error(response, 404) == missing | {"message": "scope 'team.x' was not found"}
-    assert declaration_of(ok(api.get(V, **scope("team.x"))))["entityClasses"] == (
-        SUPPORT["entityClasses"]
+    assert (
+        declaration_of(ok(api.get(V, **scope("team.x"))))["entityClasses"]
+        == (SUPPORT["entityClasses"])
     )
 
 

@@ -52,9 +52,7 @@ def admit(
     """Admit a prepared formation (RESOURCE_EXHAUSTED, nothing spent, past the allowance
     or with too many in progress); the formation bounded by what was admitted."""
     admitted = admit_formation(deps.ledger, caller, deps.now())
-    command = prepared.command.model_copy(
-        update={"max_output_tokens": admitted.max_output_tokens}
-    )
+    command = prepared.command.model_copy(update={"max_output_tokens": admitted.max_output_tokens})
     return dataclasses.replace(prepared, command=command), admitted
 
 
@@ -89,4 +87,3 @@ def run_admitted(
             attempt=attempt,
         )
     return receipt
-

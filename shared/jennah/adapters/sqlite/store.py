@@ -177,8 +177,7 @@ class SqliteStore:
                     ranked = reader.search_by_scan(conn, scope, blob, top_k, filters, instant)
                 else:
                     index = self._index(conn, scope, generation)
-                    ranked = self._search_index(conn, scope, index, vector, top_k, filters,
-                                                instant)
+                    ranked = self._search_index(conn, scope, index, vector, top_k, filters, instant)
             records = {r.id: r for r in reader.get_chunks(conn, scope, [i for i, _ in ranked])}
         return [
             ScoredRecord(record=records[record_id], score=score)

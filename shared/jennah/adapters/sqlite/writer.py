@@ -214,7 +214,11 @@ def _require_memories(conn: Connection, scope: ScopeRef, ids: set[str]) -> None:
 
 
 def _close(
-    conn: Connection, scope: ScopeRef, table: str, id_column: str, closure: Closure,
+    conn: Connection,
+    scope: ScopeRef,
+    table: str,
+    id_column: str,
+    closure: Closure,
     commit_us: int,
 ) -> bool:
     """Apply one supersession; False when it was already applied identically."""
