@@ -28,17 +28,9 @@ from jennah.errors import FailedPrecondition, Unauthenticated
 from jennah.services.access import api_key_token, hash_secret
 from jennah.settings import Settings
 from tests.unit.fakes import Api, FakeIdentityStore, FakeStore, add_enterprise, make_container
+from tests.unit.fakes import FakeVerifier as StubVerifier
 
 SECRET = "ab" * 32
-
-
-class StubVerifier:
-    """An IdTokenVerifier that knows one token."""
-
-    def verify(self, token: str) -> str:
-        if token != "google-id-token":
-            raise Unauthenticated("the ID token is not valid: bad signature")
-        return "ana@example.com"
 
 
 def add_key(api: Api, key_id: str, **fields: Any) -> str:
