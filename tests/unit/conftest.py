@@ -44,6 +44,7 @@ NOT_YET_ON_FAKES = frozenset(
     }
 )
 CALL_FAILED = pytest.StashKey[bool]()
+FOUND = pytest.StashKey[list[str]]()  # what the guarded test reached for
 
 
 @pytest.hookimpl(wrapper=True)
@@ -78,6 +79,7 @@ def no_sqlite_file_and_no_thread_pool(
         yield
         return
     found: list[str] = []
+    request.node.stash[FOUND] = found
     monkeypatch.setattr(dbapi2, "connect", _memory_only(dbapi2.connect, found))
     monkeypatch.setattr(sqlite3, "connect", _memory_only(sqlite3.connect, found))
 
