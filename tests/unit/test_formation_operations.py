@@ -485,12 +485,33 @@ def test_a_client_that_goes_away_cancels_the_operation(world: World) -> None:
     assert world.in_progress() == 0 and world.usage() == {}
 
 
-def test_past_the_ceiling_the_operation_is_cancelled(world: World) -> None:
+class SteppedTime:
+    """`time` for formation_operations: its monotonic clock moves only when `sleep` runs."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+        self.slept: list[float] = []
+
+    def monotonic(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.slept.append(seconds)
+        self.now += seconds
+
+
+def test_past_the_ceiling_the_operation_is_cancelled(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
     operation = world.queued()
-    slept: list[float] = []
+    # The ceiling is measured on a clock only the polling's sleeps move: the real one let a
+    # loaded machine pass the 20 ms before the first poll, so nothing slept (was flaky).
+    stepped = SteppedTime()
+    monkeypatch.setattr(ops, "time", stepped)
+    slept = stepped.slept
     with pytest.raises(errors.DeadlineExceeded) as raised:
         ops.wait(world.operations, operation, world.clock, timeout=timedelta(milliseconds=20),
-                 sleep=slept.append)  # fmt: skip
+                 sleep=stepped.sleep)  # fmt: skip
     assert raised.value.reason == "FORMATION_CEILING"
     assert raised.value.metadata == {"ceilingSeconds": "0"}
     assert "ceiling" in raised.value.message and "formationKey" in raised.value.message
@@ -551,7 +572,7 @@ OPERATION_NAME = re.compile(r"operations/op_[0-9a-f]{32}")
 
 
 def poll(api: Any, name: str) -> dict[str, Any]:
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + 60  # a bound on a wait for a condition, not a sleep
     while True:
         operation = ok(api.get(f"/v1/{name}"))
         if operation["done"] or time.monotonic() > deadline:
