@@ -276,8 +276,7 @@ def _sqlite_row_counts(path: Path, scope: ScopeRef) -> dict[str, int]:
     conn = _sqlite_raw(path)
     try:
         tables = [
-            row[0]
-            for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+            row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
         ]
         counts: dict[str, int] = {}
         for table in tables:

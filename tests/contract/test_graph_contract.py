@@ -76,8 +76,12 @@ def test_any_direction(store: MemoryStore, people: ScopeRef) -> None:
     assert _reach(store, people, "bob", Direction.ANY, 1) == {
         "bob": 0, "ana": 1, "carl": 1, "acme": 1,
     }  # fmt: skip
-    assert _reach(store, people, "acme", Direction.ANY, 2) == {"acme": 0, "bob": 1, "ana": 2,
-                                                              "carl": 2}
+    assert _reach(store, people, "acme", Direction.ANY, 2) == {
+        "acme": 0,
+        "bob": 1,
+        "ana": 2,
+        "carl": 2,
+    }
 
 
 def test_relation_filter(store: MemoryStore, people: ScopeRef) -> None:
@@ -120,8 +124,9 @@ def test_edges_touching_by_direction(store: MemoryStore, people: ScopeRef) -> No
 
 
 def test_node_id_filter(store: MemoryStore, people: ScopeRef) -> None:
-    assert _start(store, people, MetadataFilter(key="NodeId", operator=IN,
-                                                values=["carl", "ana", "zed"])) == ["ana", "carl"]
+    assert _start(
+        store, people, MetadataFilter(key="NodeId", operator=IN, values=["carl", "ana", "zed"])
+    ) == ["ana", "carl"]
     assert _start(store, people, MetadataFilter(key="NodeId", operator=NE, values=["ana"])) == [
         "acme", "bob", "carl", "lisbon",
     ]  # fmt: skip
@@ -169,10 +174,16 @@ def test_node_without_class_reads_back_as_none(store: MemoryStore, people: Scope
 
 
 def test_node_type_is_assign_once(store: MemoryStore, scope: ScopeRef) -> None:
-    commit_items(store, scope, nodes=[NodeInput(node_id="x", label="X", node_type="person",
-                                                properties={"a": "1"})])
-    commit_items(store, scope, nodes=[NodeInput(node_id="x", label="X2", node_type="company",
-                                                properties={"b": "2"})])
+    commit_items(
+        store,
+        scope,
+        nodes=[NodeInput(node_id="x", label="X", node_type="person", properties={"a": "1"})],
+    )
+    commit_items(
+        store,
+        scope,
+        nodes=[NodeInput(node_id="x", label="X2", node_type="company", properties={"b": "2"})],
+    )
     (node,) = store.get_nodes(scope, ["x"])
     assert node.node_type == "person"
     assert node.label == "X2"

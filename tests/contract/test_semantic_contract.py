@@ -92,15 +92,17 @@ def test_ties_are_broken_by_id(store: MemoryStore, scope: ScopeRef) -> None:
 
 def test_equals_filter(store: MemoryStore, corpus: ScopeRef) -> None:
     ranked = _check(store, corpus, "tea", filters=[MetadataFilter(key="topic", values=["food"])])
-    assert set(ranked) == _ids("tea with lemon", "cha verde com limao", "coffee without tea",
-                               "old tea habit")
+    assert set(ranked) == _ids(
+        "tea with lemon", "cha verde com limao", "coffee without tea", "old tea habit"
+    )
 
 
 def test_not_equals_filter_matches_absent_keys(store: MemoryStore, corpus: ScopeRef) -> None:
     flt = MetadataFilter(key="topic", operator=NE, values=["food"])
     ranked = _check(store, corpus, "tea", filters=[flt])
-    assert set(ranked) == _ids("green tea in Lisbon", "tea tea tea", "trains to Porto",
-                               "tea ceremony history")
+    assert set(ranked) == _ids(
+        "green tea in Lisbon", "tea tea tea", "trains to Porto", "tea ceremony history"
+    )
 
 
 def test_not_equals_on_a_key_nobody_has_matches_everything(

@@ -1,10 +1,19 @@
-"""In-memory fakes for API-level tests: a MemoryStore, an IdentityStore, and a harness
-around the Flask app.
+"""The fakes of the ports, in one place, and a harness around the Flask app.
 
-FakeStore follows the store contract (validity, filters, supersessions, assign-once
-node classes, scope confinement, the scope registry) closely enough to drive
-the HTTP layer; FakeIdentityStore follows the identity port. The real adapters
-are proven by the contract suites, not by these fakes.
+Every port has one in-memory fake here (FAKES maps each port to it; tests/unit/test_fakes.py
+checks each fake has every method of its port with a compatible signature):
+
+- FakeStore (MemoryStore) follows the store contract (validity, filters, supersessions,
+  assign-once node classes, scope confinement, the scope registry, formation-key records)
+  closely enough to drive the HTTP layer and the formation service;
+- FakeIdentityStore, FakeVocabularyStore, FakeUsageLedger and FakeOperationStore follow
+  their ports, the last two with the domain's own rules (billing.admit, the operation
+  transitions);
+- RecordingQueue (TaskQueue) keeps the tasks: a test delivers them itself, on its thread;
+- the HashingEmbedder (Embedder) and the ScriptedModel (LanguageModel) are the adapters'
+  own deterministic, in-process stand-ins; FakeVerifier (IdTokenVerifier) knows one token.
+
+The real adapters are proven by the contract suites, not by these fakes.
 """
 
 from __future__ import annotations
@@ -21,16 +30,27 @@ import flask
 from pydantic import BaseModel
 
 from jennah.adapters.embedding.hashing import HashingEmbedder
+from jennah.adapters.models.scripted import ScriptedModel
 from jennah.api.app import create_app
 from jennah.api.routes import ALL_ROUTES, Route
-from jennah.bootstrap import Container
-from jennah.domain import rules
+from jennah.bootstrap import Container, build_tasks
+from jennah.domain import billing, rules
 from jennah.domain.access import ApiKey, Enterprise, Role, RoleBinding, User
+from jennah.domain.billing import (
+    Admission,
+    Consumption,
+    EnterpriseBilling,
+    Plan,
+    UsageDimension,
+    UsageRecord,
+    check_billing,
+)
 from jennah.domain.models import (
     CommitPlan,
     CommitResult,
     Direction,
     ExecutionLogStep,
+    FormationKeyRecord,
     GraphEdge,
     GraphNode,
     MemoryRecord,
@@ -40,10 +60,39 @@ from jennah.domain.models import (
     ScoredRecord,
     Status,
 )
+from jennah.domain.operations import (
+    Claim,
+    ClaimOutcome,
+    FormationOperation,
+    OperationError,
+    after_cancel,
+    after_claim,
+    after_finish,
+    after_release,
+    check_outcome,
+    stranded,
+)
 from jennah.domain.vocabulary import Declaration, Vocabulary
-from jennah.errors import AlreadyExists, NotFound
+from jennah.errors import Aborted, AlreadyExists, JennahError, NotFound, Unauthenticated
+from jennah.ports.embedder import Embedder
 from jennah.ports.id_token import IdTokenVerifier
+from jennah.ports.identity import IdentityStore
+from jennah.ports.ledger import (
+    USAGE_RETENTION,
+    BillingSnapshot,
+    RollupStep,
+    SpanTotals,
+    UsageFilters,
+    UsageLedger,
+    UsageSpan,
+)
+from jennah.ports.model import LanguageModel
+from jennah.ports.operations import OperationStore
+from jennah.ports.store import MemoryStore
+from jennah.ports.tasks import FormationTask, TaskQueue
+from jennah.ports.vocabulary import VocabularyStore
 from jennah.services.access import hash_secret, user_token
+from jennah.services.formation import KEY_CLAIMED
 from jennah.settings import Settings
 
 ENTERPRISE = "local"
@@ -58,15 +107,18 @@ class _Tables:
     nodes: dict[tuple[ScopeRef, str], GraphNode] = field(default_factory=dict)
     edges: dict[tuple[ScopeRef, str], GraphEdge] = field(default_factory=dict)
     steps: dict[tuple[ScopeRef, str], ExecutionLogStep] = field(default_factory=dict)
+    keys: dict[tuple[ScopeRef, str], FormationKeyRecord] = field(default_factory=dict)
     scopes: dict[ScopeRef, ScopeRecord] = field(default_factory=dict)
 
     def scoped(self) -> list[dict[Any, Any]]:
         """The tables whose keys start with the scope."""
-        return [self.chunks, self.nodes, self.edges, self.steps]
+        return [self.chunks, self.nodes, self.edges, self.steps, self.keys]
 
 
 class FakeStore:
-    """MemoryStore in memory: one lock stands in for the transaction."""
+    """MemoryStore in memory: one lock stands in for the transaction. A plan's
+    formation-key record is committed with it (a second commit of the same key loses
+    with FORMATION_KEY_CLAIMED) and shows in `snapshot`."""
 
     def __init__(self) -> None:
         self._tables = _Tables()
@@ -82,6 +134,12 @@ class FakeStore:
             if self.fail_next is not None:
                 failure, self.fail_next = self.fail_next, None
                 raise failure
+            record = plan.formation_key
+            if record is not None and (plan.scope, record.formation_key) in self._tables.keys:
+                raise Aborted(
+                    f"formationKey {record.formation_key!r} was committed first by another request",
+                    reason=KEY_CLAIMED,
+                )
             staged = copy.deepcopy(self._tables)
             stamp = self._commit_timestamp()
             if plan.registration is not None and plan.scope not in staged.scopes:
@@ -91,6 +149,9 @@ class FakeStore:
             self._write(staged, plan, stamp)
             chunk_closed = self._supersede(staged.chunks, plan.scope, plan.chunk_supersessions)
             edge_closed = self._supersede(staged.edges, plan.scope, plan.edge_supersessions)
+            if record is not None:
+                committed = record.model_copy(update={"committed_at": stamp})
+                staged.keys[(plan.scope, record.formation_key)] = committed
             self._tables = staged
             self.plans.append(plan)
         return CommitResult(
@@ -229,6 +290,19 @@ class FakeStore:
     def get_step(self, scope: ScopeRef, step_id: str) -> ExecutionLogStep | None:
         return self._tables.steps.get((scope, step_id))
 
+    def find_chunks_by_content(
+        self, scope: ScopeRef, content_hashes: Sequence[str], as_of: datetime | None
+    ) -> list[MemoryRecord]:
+        wanted = set(content_hashes)
+        return [
+            r
+            for r in self._chunks(scope)
+            if r.content_hash in wanted and (as_of is None or _valid(r, as_of))
+        ]
+
+    def get_formation_key(self, scope: ScopeRef, formation_key: str) -> FormationKeyRecord | None:
+        return self._tables.keys.get((scope, formation_key))
+
     # the scope registry
 
     def get_scope(self, scope: ScopeRef) -> ScopeRecord | None:
@@ -263,6 +337,7 @@ class FakeStore:
         for name in ("chunks", "nodes", "edges", "steps"):
             table: dict[tuple[ScopeRef, str], BaseModel] = getattr(tables, name)
             rows[name] = {k: v.model_dump() for k, v in table.items() if mine(k[0])}
+        rows["formation_keys"] = {k: v.model_dump() for k, v in tables.keys.items() if mine(k[0])}
         return rows
 
     def _chunks(self, scope: ScopeRef) -> list[MemoryRecord]:
@@ -431,6 +506,347 @@ def _page(
     return rest if limit is None else rest[:limit]
 
 
+_COLUMNS = {
+    UsageDimension.SCOPE: "spent_in_scope",
+    UsageDimension.CALLER: "caller",
+    UsageDimension.MODEL: "model",
+    UsageDimension.REGION: "region",
+}
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+class FakeUsageLedger:
+    """UsageLedger in memory: the records, the live reservations, the billing settings and
+    the rollup watermark; admission decides with `billing.admit` under one lock. Reports
+    read the records (the port promises the same answers with or without aggregates), so
+    `fold` only advances the watermark and forgets what is past retention."""
+
+    def __init__(self, default_plan: Plan = Plan.FREE) -> None:
+        self.default_plan = billing.check_default_plan(default_plan)
+        self.settings: dict[str, EnterpriseBilling] = {}
+        self.records: dict[tuple[str, str], UsageRecord] = {}  # (enterprise, formation id)
+        self.reservations: dict[tuple[str, str], tuple[datetime, Consumption]] = {}
+        self.watermark = _EPOCH
+        self._lock = threading.Lock()
+
+    def get_billing(self, enterprise_id: str) -> EnterpriseBilling:
+        found = self.settings.get(enterprise_id)
+        return found or EnterpriseBilling(enterprise_id=enterprise_id, plan=self.default_plan)
+
+    def put_billing(self, billing: EnterpriseBilling) -> None:
+        check_billing(billing)
+        self.settings[billing.enterprise_id] = billing.model_copy()
+
+    def set_overage_multiple(self, enterprise_id: str, multiple: float) -> EnterpriseBilling:
+        multiple = billing.check_overage_multiple(multiple)
+        with self._lock:
+            changed = self.get_billing(enterprise_id).model_copy(
+                update={"overage_multiple": multiple}
+            )
+            self.settings[enterprise_id] = changed
+        return changed
+
+    def admit(self, enterprise_id: str, formation_id: str, at: datetime) -> Admission:
+        with self._lock:
+            expired = [k for k, (ends, _) in self.reservations.items() if ends <= at]
+            for key in expired:
+                del self.reservations[key]
+            settings = self.get_billing(enterprise_id)
+            period = billing.allowance_period(settings, at)
+            used = self._used(enterprise_id, period.start, period.end)
+            held = self._in_progress(enterprise_id, at, excluding=formation_id)
+            admission = billing.admit(settings, used, held, at)
+            ends = at + billing.RESERVATION_LIFETIME
+            self.reservations[(enterprise_id, formation_id)] = (ends, admission.reserved)
+        return admission
+
+    def settle(self, enterprise_id: str, formation_id: str, record: UsageRecord | None) -> bool:
+        with self._lock:
+            self.reservations.pop((enterprise_id, formation_id), None)
+            if record is None or (record.enterprise_id, record.formation_id) in self.records:
+                return False
+            recorded_at = max(record.recorded_at, self.watermark)
+            self.records[(record.enterprise_id, record.formation_id)] = record.model_copy(
+                update={"recorded_at": recorded_at}
+            )
+            return True
+
+    def recorded(self, enterprise_id: str, formation_ids: Sequence[str]) -> list[UsageRecord]:
+        with self._lock:
+            wanted = set(formation_ids)
+            return [
+                record
+                for (enterprise, formation_id), record in self.records.items()
+                if enterprise == enterprise_id and formation_id in wanted
+            ]
+
+    def snapshot(self, enterprise_id: str, at: datetime) -> BillingSnapshot:
+        with self._lock:
+            settings = self.get_billing(enterprise_id)
+            period = billing.allowance_period(settings, at)
+            return BillingSnapshot(
+                billing=settings,
+                period=period,
+                used=self._used(enterprise_id, period.start, period.end),
+                in_progress=self._in_progress(enterprise_id, at, excluding=None),
+            )
+
+    def usage_totals(
+        self,
+        enterprise_id: str,
+        spans: Sequence[UsageSpan],
+        group_by: UsageDimension | None,
+        filters: UsageFilters,
+    ) -> list[SpanTotals]:
+        hour = timedelta(hours=1)
+        for span in spans:
+            if span.hourly and ((span.start - _EPOCH) % hour or (span.end - _EPOCH) % hour):
+                raise ValueError(f"an hourly span must start and end on whole hours: {span}")
+        totals: dict[tuple[int, str | None], list[int]] = {}
+        for record in self._reported(enterprise_id, filters):
+            key = None if group_by is None else str(getattr(record, _COLUMNS[group_by]))
+            for index, span in enumerate(spans):
+                if span.start <= record.recorded_at < span.end:
+                    sums = totals.setdefault((index, key), [0, 0, 0, 0])
+                    sums[0] += 1
+                    sums[1] += record.input_tokens
+                    sums[2] += record.output_tokens
+                    sums[3] += record.units
+        return [
+            SpanTotals(span=i, key=k, formations=f, input_tokens=t, output_tokens=o, units=u)
+            for (i, k), (f, t, o, u) in totals.items()
+        ]
+
+    def fold(self, until: datetime, window: timedelta) -> RollupStep:
+        with self._lock:
+            start = self.watermark
+            if start >= until:
+                return RollupStep(watermark=start, rows_folded=0)
+            pending = [r.recorded_at for r in self.records.values() if r.recorded_at >= start]
+            end = min(until, min(pending) + window) if pending else until
+            folded = sum(
+                1
+                for r in self.records.values()
+                if start <= r.recorded_at < end and r.reported_tokens
+            )
+            if end == until:  # the rollup's last step
+                forget = until - USAGE_RETENTION
+                for key in [k for k, r in self.records.items() if r.recorded_at < forget]:
+                    del self.records[key]
+            self.watermark = end
+        return RollupStep(watermark=end, rows_folded=folded)
+
+    def _used(self, enterprise_id: str, start: datetime, end: datetime) -> Consumption:
+        mine = [
+            r
+            for (e, _), r in self.records.items()
+            if e == enterprise_id and start <= billing.utc_day(r.recorded_at) < end
+        ]
+        return Consumption(
+            formations=len(mine),
+            units=sum(r.units for r in mine),
+            output_tokens=sum(r.output_tokens for r in mine),
+        )
+
+    def _in_progress(self, enterprise_id: str, at: datetime, excluding: str | None) -> Consumption:
+        held = [
+            reserved
+            for (e, f), (ends, reserved) in self.reservations.items()
+            if e == enterprise_id and ends > at and f != excluding
+        ]
+        return Consumption(
+            formations=len(held),
+            units=sum(r.units for r in held),
+            output_tokens=sum(r.output_tokens for r in held),
+        )
+
+    def _reported(self, enterprise_id: str, filters: UsageFilters) -> list[UsageRecord]:
+        return [
+            r
+            for (e, _), r in self.records.items()
+            if e == enterprise_id
+            and r.reported_tokens
+            and all(
+                filters.value(d) is None or getattr(r, column) == filters.value(d)
+                for d, column in _COLUMNS.items()
+            )
+        ]
+
+
+class FakeOperationStore:
+    """OperationStore in memory: each method applies the port's pure transition to the
+    stored operation under one lock, as the adapters do in one transaction."""
+
+    def __init__(self) -> None:
+        self.operations: dict[tuple[str, str], FormationOperation] = {}
+        self._lock = threading.Lock()
+
+    def create(self, operation: FormationOperation) -> None:
+        with self._lock:
+            key = (operation.enterprise_id, operation.operation_id)
+            if key in self.operations:
+                raise AlreadyExists(
+                    f"operation {operation.operation_id!r} already exists", field="operationId"
+                )
+            self.operations[key] = operation.model_copy()
+
+    def get(self, enterprise_id: str, operation_id: str) -> FormationOperation | None:
+        return self.operations.get((enterprise_id, operation_id))
+
+    def claim(
+        self, enterprise_id: str, operation_id: str, worker: str, now: datetime, lease: timedelta
+    ) -> Claim:
+        with self._lock:
+            claim = after_claim(self.get(enterprise_id, operation_id), worker, now, lease)
+            if claim.outcome is not ClaimOutcome.MISSING and claim.operation is not None:
+                self.operations[(enterprise_id, operation_id)] = claim.operation
+            return claim
+
+    def finish(
+        self,
+        enterprise_id: str,
+        operation_id: str,
+        now: datetime,
+        *,
+        receipt_json: str | None = None,
+        error: OperationError | None = None,
+    ) -> FormationOperation | None:
+        check_outcome(receipt_json, error)
+        with self._lock:
+            operation = self.get(enterprise_id, operation_id)
+            if operation is None:
+                return None
+            finished = after_finish(operation, now, receipt_json, error)
+            self.operations[(enterprise_id, operation_id)] = finished
+            return finished
+
+    def release(self, enterprise_id: str, operation_id: str, worker: str, now: datetime) -> None:
+        with self._lock:
+            operation = self.get(enterprise_id, operation_id)
+            if operation is not None:
+                released = after_release(operation, worker, now)
+                self.operations[(enterprise_id, operation_id)] = released
+
+    def cancel(
+        self, enterprise_id: str, operation_id: str, now: datetime
+    ) -> FormationOperation | None:
+        with self._lock:
+            operation = self.get(enterprise_id, operation_id)
+            if operation is None:
+                return None
+            cancelled = after_cancel(operation, now)
+            self.operations[(enterprise_id, operation_id)] = cancelled
+            return cancelled
+
+    def list_newest(
+        self, enterprise_id: str, limit: int, before: tuple[datetime, str] | None = None
+    ) -> list[FormationOperation]:
+        with self._lock:
+            mine = sorted(
+                (op for op in self.operations.values() if op.enterprise_id == enterprise_id),
+                key=lambda op: (op.create_time, op.operation_id),
+                reverse=True,
+            )
+        if before is not None:
+            mine = [op for op in mine if (op.create_time, op.operation_id) < before]
+        return mine[:limit]
+
+    def unfinished(self, now: datetime, limit: int = 500) -> list[FormationOperation]:
+        with self._lock:
+            return [op for op in self.operations.values() if stranded(op, now)][:limit]
+
+    def sweep(self, now: datetime, limit: int = 500) -> int:
+        with self._lock:
+            expired = [k for k, op in self.operations.items() if op.expire_time <= now][:limit]
+            for key in expired:
+                del self.operations[key]
+            return len(expired)
+
+    def delete_scope(self, enterprise_id: str, scope_id: str) -> int:
+        with self._lock:
+            doomed = [
+                k
+                for k, op in self.operations.items()
+                if op.enterprise_id == enterprise_id and op.scope_id == scope_id
+            ]
+            for key in doomed:
+                del self.operations[key]
+            return len(doomed)
+
+
+@dataclass
+class RecordingQueue:
+    """The TaskQueue port as a list: deliveries happen when a test makes them, on its own
+    thread; `failure`, when set, is what enqueue raises."""
+
+    tasks: list[FormationTask] = field(default_factory=list)
+    failure: JennahError | None = None
+
+    def enqueue(self, task: FormationTask) -> None:
+        if self.failure is not None:
+            raise self.failure
+        self.tasks.append(task)
+
+
+class InlineQueue:
+    """A TaskQueue that does the form-worker's work at once, on the enqueuing thread: what
+    `jnh serve`'s pool does, without the pool. `deliver` answers True when the task is done
+    (False: deliver again); after `max_attempts` the task goes to `abandon`."""
+
+    def __init__(
+        self,
+        deliver: Any = None,
+        abandon: Any = None,
+        max_attempts: int = 3,
+    ) -> None:
+        self.deliver = deliver
+        self.abandon = abandon
+        self.max_attempts = max_attempts
+        self.tasks: list[FormationTask] = []
+
+    def enqueue(self, task: FormationTask) -> None:
+        self.tasks.append(task)
+        if self.deliver is None:
+            return
+        for _ in range(self.max_attempts):
+            if self.deliver(task):
+                return
+        if self.abandon is not None:
+            self.abandon(task)
+
+
+def form_worker(container: Container) -> InlineQueue:
+    """An InlineQueue doing the work of the container's local pool (bootstrap.build_tasks):
+    the same handler and abandonment, taken from a pool that never starts a thread."""
+    pool = build_tasks(
+        container.settings.model_copy(update={"formation_queue": "local"}), container
+    )
+    return InlineQueue(pool._handler, pool._on_abandon)  # type: ignore[attr-defined]
+
+
+class FakeVerifier:
+    """An IdTokenVerifier that knows one token, "google-id-token", of ana@example.com."""
+
+    def verify(self, token: str) -> str:
+        if token != "google-id-token":
+            raise Unauthenticated("the ID token is not valid: bad signature")
+        return "ana@example.com"
+
+
+# Each port, and how to make its fake (tests/unit/test_fakes.py checks they match).
+FAKES: dict[type[Any], Any] = {
+    MemoryStore: FakeStore,
+    IdentityStore: FakeIdentityStore,
+    VocabularyStore: FakeVocabularyStore,
+    UsageLedger: FakeUsageLedger,
+    OperationStore: FakeOperationStore,
+    TaskQueue: RecordingQueue,
+    Embedder: HashingEmbedder,
+    LanguageModel: ScriptedModel,
+    IdTokenVerifier: FakeVerifier,
+}
+
+
 def add_enterprise(
     identity: FakeIdentityStore | Any, enterprise_id: str, root: str, secret: str
 ) -> str:
@@ -452,20 +868,36 @@ def make_container(
     identity: FakeIdentityStore | None = None,
     verifier: IdTokenVerifier | None = None,
     vocabularies: FakeVocabularyStore | None = None,
+    *,
+    usage: UsageLedger | None = None,
+    operations: OperationStore | None = None,
+    tasks: TaskQueue | None = None,
+    model: LanguageModel | None = None,
 ) -> Container:
     """A container on fakes: FakeStore, FakeIdentityStore (enterprise "local" with the
-    root user's credential TOKEN), FakeVocabularyStore and the HashingEmbedder."""
+    root user's credential TOKEN), FakeVocabularyStore, FakeUsageLedger,
+    FakeOperationStore, an InlineQueue doing the form-worker's work on the caller's thread
+    and the HashingEmbedder; the model is built from the settings (the rules model) unless
+    given. Nothing opens a file or starts a thread."""
     if identity is None:
         identity = FakeIdentityStore()
         add_enterprise(identity, ENTERPRISE, ROOT, ROOT_SECRET)
-    return Container(
+    inline = InlineQueue()
+    container = Container(
         Settings(data_dir=tmp_path, store="sqlite", embedder="hashing"),
         store=store or FakeStore(),
         identity=identity,
         vocabularies=vocabularies or FakeVocabularyStore(),
+        ledger=usage or FakeUsageLedger(),
+        operations=operations or FakeOperationStore(),
+        tasks=tasks or inline,
         embedder=HashingEmbedder(),
+        model=model,
         verifier=verifier,
     )
+    worker = form_worker(container)
+    inline.deliver, inline.abandon = worker.deliver, worker.abandon
+    return container
 
 
 @dataclass

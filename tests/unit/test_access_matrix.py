@@ -323,10 +323,11 @@ def build_world(container: Container, snapshot: Snapshot, tag: str = "") -> Worl
                            f"Bearer {tokens['root']}")  # fmt: skip
     assert operation.status_code == 200, operation.get_data(as_text=True)
     world.operation_id = operation.get_json()["name"].removeprefix("operations/")
-    for _ in range(500):  # let it finish, so its writes land before any case runs
+    deadline = time.monotonic() + 60  # let it finish, so its writes land before any case runs
+    while True:
         polled = world.send(Row("GET", f"/v1/operations/{world.operation_id}", None, *OK),
                             f"Bearer {tokens['root']}")  # fmt: skip
-        if polled.get_json().get("done"):
+        if polled.get_json().get("done") or time.monotonic() > deadline:
             break
         time.sleep(0.02)
     assert polled.get_json()["done"], polled.get_json()

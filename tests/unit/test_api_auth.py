@@ -29,17 +29,9 @@ from jennah.errors import FailedPrecondition, Unauthenticated
 from jennah.services.access import api_key_token, hash_secret
 from jennah.settings import Settings
 from tests.unit.fakes import Api, FakeIdentityStore, FakeStore, add_enterprise, make_container
+from tests.unit.fakes import FakeVerifier as StubVerifier
 
 SECRET = "ab" * 32
-
-
-class StubVerifier:
-    """An IdTokenVerifier that knows one token."""
-
-    def verify(self, token: str) -> str:
-        if token != "google-id-token":
-            raise Unauthenticated("the ID token is not valid: bad signature")
-        return "ana@example.com"
 
 
 def add_key(api: Api, key_id: str, **fields: Any) -> str:
@@ -238,9 +230,7 @@ def test_a_missing_or_stale_file_gets_a_new_root_credential(tmp_path: Path, dama
     assert read_local_credentials(tmp_path).token == again.token
     with pytest.raises(Unauthenticated):
         container.access.authenticate(f"Bearer {first.token}")
-    assert container.access.authenticate(f"Bearer {again.token}").principal == (
-        "user:root"
-    )
+    assert container.access.authenticate(f"Bearer {again.token}").principal == ("user:root")
 
 
 def test_reading_missing_or_broken_credentials_is_a_failed_precondition(tmp_path: Path) -> None:

@@ -1,83 +1,31 @@
-"""A FakeStore that can also hold formations: formation-key records and lookups by content.
+"""The FakeStore holds formations: formation-key records and lookups by content.
 
-`FakeStore` (tests/unit/fakes.py) predates memory:form; `FormingFakeStore` adds
-the two store methods formation needs (`find_chunks_by_content`,
-`get_formation_key`), commits a plan's formation-key record with the plan (a
-second commit of the same key loses with FORMATION_KEY_CLAIMED), and shows the
-records in `snapshot` so "nothing written" covers them. The real adapters are
-proven by the contract suites.
+`FakeStore` (tests/unit/fakes.py) has the two store methods formation needs
+(`find_chunks_by_content`, `get_formation_key`), commits a plan's formation-key
+record with the plan (a second commit of the same key loses with
+FORMATION_KEY_CLAIMED), and shows the records in `snapshot` so "nothing written"
+covers them. The real adapters are proven by the contract suites.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from jennah.api.app import create_app
-from jennah.domain import rules
 from jennah.domain.models import (
     CommitPlan,
-    CommitResult,
     FormationKeyRecord,
-    MemoryRecord,
     ScopeRef,
 )
 from jennah.errors import Aborted
 from jennah.services.formation import KEY_CLAIMED
 from tests.unit.fakes import Api, FakeStore, make_container
 
-
-class FormingFakeStore(FakeStore):
-    def __init__(self) -> None:
-        super().__init__()
-        self.formation_keys: dict[tuple[ScopeRef, str], FormationKeyRecord] = {}
-
-    def apply(self, plan: CommitPlan) -> CommitResult:
-        record = plan.formation_key
-        if record is not None and (plan.scope, record.formation_key) in self.formation_keys:
-            raise Aborted(
-                f"formationKey {record.formation_key!r} was committed first by another request",
-                reason=KEY_CLAIMED,
-            )
-        result = super().apply(plan)
-        if record is not None:
-            committed = record.model_copy(update={"committed_at": result.commit_timestamp})
-            self.formation_keys[(plan.scope, record.formation_key)] = committed
-        return result
-
-    def find_chunks_by_content(
-        self, scope: ScopeRef, content_hashes: Sequence[str], as_of: datetime | None
-    ) -> list[MemoryRecord]:
-        wanted = set(content_hashes)
-        return [
-            r
-            for r in self._chunks(scope)
-            if r.content_hash in wanted
-            and (as_of is None or rules.is_valid_at(r.valid_at, r.invalid_at, r.retired_at, as_of))
-        ]
-
-    def get_formation_key(self, scope: ScopeRef, formation_key: str) -> FormationKeyRecord | None:
-        return self.formation_keys.get((scope, formation_key))
-
-    def destroy_scope(self, scope: ScopeRef) -> int:
-        erased = super().destroy_scope(scope)
-        for key in [k for k in self.formation_keys if k[0] == scope]:
-            del self.formation_keys[key]
-            erased += 1
-        return erased
-
-    def snapshot(self, enterprise_id: str | None = None) -> dict[str, Any]:
-        rows = super().snapshot(enterprise_id)
-        rows["formation_keys"] = {
-            k: v.model_dump()
-            for k, v in self.formation_keys.items()
-            if enterprise_id is None or k[0].enterprise_id == enterprise_id
-        }
-        return rows
+# FakeStore holds formations itself now; the name stays for the tests that use it.
+FormingFakeStore = FakeStore
 
 
 def forming_api(tmp_path: Path) -> Api:

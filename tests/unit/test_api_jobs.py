@@ -24,9 +24,7 @@ ONE_FACT = _extraction(("The user lives in Tokyo.", "I live in Tokyo"))
 
 def serve(container: Container, handler: Any) -> flask.testing.FlaskClient:
     app = flask.Flask("job")
-    app.add_url_rule(
-        "/", "job", lambda: handler(flask.request, container), methods=["GET", "POST"]
-    )
+    app.add_url_rule("/", "job", lambda: handler(flask.request, container), methods=["GET", "POST"])
     return app.test_client()
 
 

@@ -326,9 +326,10 @@ def test_get_json_is_the_response_verbatim_and_name_lists_resolved_classes(jnh: 
     )
     jnh.ok("vocabulary", "declare", "--scope", "bot.support", "--none", "--yes")
     assert jnh.ok("vocabulary", "get", "--scope", "bot.support", "-o", "name") == ""
-    assert jnh.json("vocabulary", "get", "--scope", "bot.support")["declaration"][
-        "entityClasses"
-    ] == []
+    assert (
+        jnh.json("vocabulary", "get", "--scope", "bot.support")["declaration"]["entityClasses"]
+        == []
+    )
 
 
 # remove

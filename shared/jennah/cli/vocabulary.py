@@ -21,9 +21,9 @@ from jennah.cli import render
 from jennah.cli.client import local_failure
 from jennah.cli.inputs import load_document
 from jennah.cli.options import ClientOptions, client_options
+from jennah.domain.access import API_KEY_PREFIX
 from jennah.domain.vocabulary import flatten
 from jennah.errors import PermissionDenied
-from jennah.services.access import API_KEY_PREFIX
 
 PATH = "/v1/memory/vocabulary"
 CLASS_COLUMNS = ["class", "description"]

@@ -19,6 +19,8 @@ from jennah.errors import InvalidArgument
 # The embedded default's own enterprise and its root user (`jnh serve`).
 LOCAL_ENTERPRISE_ID = "local"
 ROOT_PRINCIPAL = "user:root"
+# An API key credential: "jk_<keyId>_<secret>".
+API_KEY_PREFIX = "jk_"
 
 
 class Permission(StrEnum):

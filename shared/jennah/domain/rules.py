@@ -22,6 +22,9 @@ MAX_TEXT_LENGTH = 16_000
 MAX_IDENTIFIER_LENGTH = 128
 IDENTIFIER_PATTERN = re.compile(r"^[A-Za-z0-9_.:\-]{1,128}$")
 
+# One memory:commit writes at most this many chunks, nodes, edges and supersessions each.
+MAX_COMMIT_ITEMS = 500
+
 
 def _digest(*parts: str) -> str:
     return hashlib.sha256("\x1f".join(parts).encode("utf-8")).hexdigest()[:32]

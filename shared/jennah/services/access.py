@@ -30,6 +30,7 @@ from datetime import datetime
 
 from jennah.domain import rules
 from jennah.domain.access import (
+    API_KEY_PREFIX,
     MANAGEMENT_PERMISSIONS,
     Caller,
     CallerKind,
@@ -49,7 +50,6 @@ from jennah.ports.id_token import IdTokenVerifier
 from jennah.ports.identity import IdentityStore
 from jennah.ports.store import MemoryStore
 
-API_KEY_PREFIX = "jk_"
 USER_TOKEN_PREFIX = "ju_"
 _BEARER_HINT = "send 'Authorization: Bearer <token>'"
 

@@ -170,9 +170,7 @@ class ScopeIndex:
     def filter_mask(self, flt: MetadataFilter) -> BoolArray:
         return self._columns[flt.key].matches(flt, self.size)
 
-    def top_k(
-        self, query: Sequence[float], k: int, allowed: BoolArray
-    ) -> list[tuple[str, float]]:
+    def top_k(self, query: Sequence[float], k: int, allowed: BoolArray) -> list[tuple[str, float]]:
         """The k allowed rows nearest `query` by cosine similarity: (id, score),
         best first, ties by id ascending."""
         positions = np.flatnonzero(allowed)

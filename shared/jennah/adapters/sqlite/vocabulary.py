@@ -33,6 +33,7 @@ CREATE TABLE IF NOT EXISTS vocabularies (
 
 ENTERPRISE_LEVEL = ""
 
+
 def _utc_now() -> datetime:
     return datetime.now(UTC)
 

@@ -1,5 +1,7 @@
 """Destroying a scope erases its memory:form operations (they hold the turns sent to it),
-and nothing of another scope's."""
+and nothing of another scope's; the embedded default's pool deletes expired operations.
+
+Integration: the SQLite stores and the local pool of workers of `jnh serve`'s container."""
 
 from __future__ import annotations
 
@@ -41,6 +43,9 @@ def test_the_local_workers_delete_expired_operations(tmp_path: Path) -> None:
         clock[0] += RETENTION + timedelta(hours=2)  # past its expiry, and the sweep interval
         second = {**TOKYO, "formationKey": "again"}
         assert api.post("/v1/agents/bot/memory:form", second).status_code == 200
+        # The answer comes when the operation is done; the worker sweeps after that. Closing
+        # the pool waits for the delivery in flight, sweep included (was a race).
+        api.container.tasks.close()  # type: ignore[attr-defined]
         assert old not in _operation_ids(api)
         assert len(_operation_ids(api)) == 1  # the new one stays
 
