@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.unit.test_api_form import TOKYO, sqlite_api
+from tests.integration.test_api_form import TOKYO, sqlite_api
 
 
 def test_destroying_a_scope_erases_its_operations_and_no_others(tmp_path: Path) -> None:
@@ -51,7 +51,7 @@ def test_the_local_workers_delete_expired_operations(tmp_path: Path) -> None:
 
 
 def _operation_ids(api: object) -> list[str]:
-    from tests.unit.test_api_form import rows
+    from tests.integration.test_api_form import rows
 
     return [  # the column holding "op_…" ids
         next(value for value in row if isinstance(value, str) and value.startswith("op_"))

@@ -19,31 +19,6 @@ from pysqlite3 import dbapi2
 
 IN_MEMORY = (":memory:", "")
 
-# Modules that still run services or the API on the SQLite adapters (or build the embedded
-# default's container) in fixtures of their own: to move onto tests/unit/fakes.py (or into
-# tests/integration where they test the adapters). Every other unit test is guarded, and a
-# module leaves this list as soon as it is converted.
-NOT_YET_ON_FAKES = frozenset(
-    {
-        "test_api_auth",  # the local root credential of `jnh serve`'s container (bootstrap)
-        "test_api_billing",  # sqlite_api
-        "test_api_form",  # sqlite_api: the receipt against the SQLite rows
-        "test_api_form_steps",  # sqlite_api
-        "test_api_jobs",  # sqlite_api
-        "test_api_vocabulary",  # sqlite_api
-        "test_billing_service",  # SqliteUsageLedger fixture
-        "test_bootstrap_adapters",  # bootstrap's builders (adapter wiring)
-        "test_cli_enterprises",  # `jnh enterprises create` on a data directory
-        "test_cli_form",  # a served SQLite container
-        "test_cli_operations",  # a served SQLite container
-        "test_cli_usage",  # `jnh usage rollup` on a data directory
-        "test_formation_log",  # sqlite_api
-        "test_formation_operations",  # a SqliteStore/ledger/operation-store world
-        "test_formation_recovery",  # the world of test_formation_operations
-        "test_vocabulary_formation",  # SqliteStore fixture
-        "test_vocabulary_service",  # SQLite vocabulary store fixture
-    }
-)
 CALL_FAILED = pytest.StashKey[bool]()
 FOUND = pytest.StashKey[list[str]]()  # what the guarded test reached for
 
@@ -76,9 +51,6 @@ def _memory_only(connect: Callable[..., Any], found: list[str]) -> Callable[...,
 def no_sqlite_file_and_no_thread_pool(
     monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest
 ) -> Iterator[None]:
-    if request.module.__name__.rpartition(".")[2] in NOT_YET_ON_FAKES:
-        yield
-        return
     found: list[str] = []
     request.node.stash[FOUND] = found
     monkeypatch.setattr(dbapi2, "connect", _memory_only(dbapi2.connect, found))

@@ -29,7 +29,7 @@ from jennah.cli.main import cli
 from jennah.cli.options import CliState
 from jennah.domain.formation import SOURCE_STEP, Turn, TurnRole, render
 from tests.unit.fakes import TOKEN, Api
-from tests.unit.test_api_form import TOKYO, sqlite_api
+from tests.integration.test_api_form import TOKYO, sqlite_api
 
 TURNS = TOKYO["turns"]
 TOKYO_YAML = """\

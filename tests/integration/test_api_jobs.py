@@ -17,7 +17,7 @@ from jennah.bootstrap import Container
 from jennah.domain.billing import UsageRecord
 from jennah.domain.operations import OperationState, error_from
 from jennah.ports.tasks import FormationTask, task_body
-from tests.unit.test_api_form import FORM, TOKYO, _extraction, sqlite_api
+from tests.integration.test_api_form import FORM, TOKYO, _extraction, sqlite_api
 
 ONE_FACT = _extraction(("The user lives in Tokyo.", "I live in Tokyo"))
 

@@ -26,7 +26,7 @@ from jennah.ports.model import ModelResult
 from jennah.services import usage_report
 from jennah.services.access import api_key_token, hash_secret, user_token
 from tests.unit.fakes import ENTERPRISE, ROOT, Api
-from tests.unit.test_api_form import (
+from tests.integration.test_api_form import (
     FORM,
     TOKYO,
     _extraction,

@@ -21,7 +21,7 @@ from jennah.domain.vocabulary import MAX_ENTITY_CLASSES, Vocabulary
 from jennah.ports.model import ModelResult
 from jennah.ports.prompts import read_data
 from tests.unit.fakes import ENTERPRISE, Api
-from tests.unit.test_api_form import sqlite_api
+from tests.integration.test_api_form import sqlite_api
 
 V = "/v1/memory/vocabulary"
 PERSON = {"name": "Person", "description": "an individual human being, including colleagues"}

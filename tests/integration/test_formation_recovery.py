@@ -1,6 +1,6 @@
 """Formations stranded by a crash are delivered again (`services.formation.recovery`).
 
-The world of tests/unit/test_formation_operations.py: the real SQLite stores in one
+The world of tests/integration/test_formation_operations.py: the real SQLite stores in one
 file, a scripted model, a fake clock and a queue that is a list. A crash is the queue
 losing its tasks (the embedded default's queue lives in memory) and, for a formation
 that was running, a lease held by a worker that no longer exists.
@@ -26,7 +26,7 @@ from jennah.services.formation import (
 )
 from jennah.services.formation.recovery import Recovery
 from jennah.services.formation.recovery import recover as recover_formations
-from tests.unit.test_formation_operations import (
+from tests.integration.test_formation_operations import (
     ENTERPRISE,
     LEASE,
     ONE_FACT,
@@ -34,7 +34,7 @@ from tests.unit.test_formation_operations import (
     World,
     formation,
 )
-from tests.unit.test_formation_operations import world as world  # the fixture
+from tests.integration.test_formation_operations import world as world  # the fixture
 
 DEAD = "host/dead-worker"  # a worker of the process that crashed
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from jennah.adapters.models.scripted import ScriptedModel, Slow
-from tests.unit.test_api_form import FORM, TOKYO, sqlite_api
+from tests.integration.test_api_form import FORM, TOKYO, sqlite_api
 
 CONTENT = ("Tokyo", "Alphaus", "dark mode")
 

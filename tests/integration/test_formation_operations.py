@@ -56,7 +56,7 @@ from jennah.services.formation import (
 )
 from jennah.services.formation import result as operation_result
 from tests.unit.fakes import ENTERPRISE, ROOT, ROOT_SECRET, add_enterprise
-from tests.unit.test_api_form import TOKYO, _extraction, ok, reason, refused, sqlite_api
+from tests.integration.test_api_form import TOKYO, _extraction, ok, reason, refused, sqlite_api
 
 CALLER = Caller(enterprise_id=ENTERPRISE, principal=ROOT)
 SCOPE = ScopeRef(enterprise_id=ENTERPRISE, scope_id="support-bot")
