@@ -77,8 +77,10 @@ class Settings(BaseSettings):
     model_call_timeout_seconds: float = 30.0
     embedding_timeout_seconds: float = 30.0
 
-    # the CLI's server
+    # the CLI's server, and the enterprise it acts in when its Google ID token's user
+    # belongs to several (sent as the X-Jennah-Enterprise header)
     endpoint: str = "http://127.0.0.1:8080"
+    enterprise: str | None = None
     # `jnh serve`'s HTTP server (werkzeug's development server only for comparison) and
     # how long it waits for a request to arrive whole, from its first byte
     http_server: Literal["waitress", "werkzeug"] = "waitress"

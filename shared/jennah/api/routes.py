@@ -35,6 +35,9 @@ from jennah.errors import Internal, InvalidArgument, JennahError, NotFound
 from jennah.services.access import Access, OpenedScope
 
 Handler = Callable[[handlers.Call], handlers.Reply]
+# The enterprise a Google ID token acts in, when its user belongs to several (the other
+# credentials name their own enterprise).
+ENTERPRISE_HEADER = "X-Jennah-Enterprise"
 _PARAM = re.compile(r"\{(\w+)\}")
 
 
@@ -367,7 +370,9 @@ def dispatch(request: flask.Request, routes: Sequence[Route], services: Services
     """Route, authenticate, authorize, parse and handle; raises JennahError on any refusal."""
     route, path = match(request.method, request.path, routes)
     access = services.access
-    caller = access.authenticate(request.headers.get("Authorization"))
+    caller = access.authenticate(
+        request.headers.get("Authorization"), request.headers.get(ENTERPRISE_HEADER) or None
+    )
     for name, value in path.items():
         rules.validate_identifier(value, name)
     opened = authorize(access, caller, route, path)

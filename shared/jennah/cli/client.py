@@ -76,6 +76,7 @@ class ApiClient:
 
     endpoint: str
     token: str | None = None
+    enterprise: str | None = None  # X-Jennah-Enterprise: for a Google ID token of several
     timeout: float = 120.0
     transport: httpx.BaseTransport | None = None
 
@@ -93,6 +94,8 @@ class ApiClient:
 
     def _call(self, method: str, path: str, **kwargs: Any) -> dict[str, Any]:
         headers = {"Authorization": f"Bearer {self.token}"} if self.token else {}
+        if self.enterprise:
+            headers["X-Jennah-Enterprise"] = self.enterprise
         url = self.endpoint.rstrip("/") + path
         try:
             with httpx.Client(transport=self.transport, timeout=self.timeout) as http:

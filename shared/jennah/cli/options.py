@@ -39,6 +39,7 @@ class ClientOptions:
         return ApiClient(
             endpoint=self.endpoint or settings.endpoint,
             token=self.credential(),
+            enterprise=settings.enterprise,
             timeout=self.timeout,
             transport=state.transport if state else None,
         )

@@ -174,7 +174,8 @@ class Access:
             raise Unauthenticated(f"{principal} is not a user of {where}")
         if len(users) > 1:
             raise Unauthenticated(
-                f"{principal} is a user of several enterprises; name the one to act in",
+                f"{principal} is a user of several enterprises; name the one to act in with "
+                "the X-Jennah-Enterprise header (jnh: JENNAH_ENTERPRISE)",
                 reason="ENTERPRISE_AMBIGUOUS",
             )
         return Caller(enterprise_id=users[0].enterprise_id, principal=principal)
