@@ -19,8 +19,8 @@ from jennah.adapters.models.scripted import ScriptedModel, Slow
 from jennah.api.app import create_app
 from jennah.api.server import make_server
 from jennah.domain.operations import OperationState
-from tests.unit.fakes import TOKEN
 from tests.integration.test_api_form import FORM, TOKYO, _extraction, rows, sqlite_api
+from tests.unit.fakes import TOKEN
 
 ANSWER = _extraction(("The user lives in Tokyo.", "I live in Tokyo"))
 

@@ -25,7 +25,6 @@ from jennah.domain.formation import formation_units
 from jennah.ports.model import ModelResult
 from jennah.services import usage_report
 from jennah.services.access import api_key_token, hash_secret, user_token
-from tests.unit.fakes import ENTERPRISE, ROOT, Api
 from tests.integration.test_api_form import (
     FORM,
     TOKYO,
@@ -37,6 +36,7 @@ from tests.integration.test_api_form import (
     sqlite_api,
     user,
 )
+from tests.unit.fakes import ENTERPRISE, ROOT, Api
 
 BILLING = "/v1/billing"
 SET_MULTIPLE = "/v1/billing:setOverageMultiple"

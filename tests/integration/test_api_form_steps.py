@@ -18,8 +18,8 @@ from jennah.bootstrap import Container
 from jennah.domain.formation import SOURCE_STEP, SOURCE_TURNS, TURN_OFFSETS
 from jennah.errors import Internal
 from jennah.settings import Settings
-from tests.unit.fakes import TOKEN, Api, make_container
 from tests.integration.test_api_form import FORM, TOKYO, ok, reason, refused, sqlite_api
+from tests.unit.fakes import TOKEN, Api, make_container
 from tests.unit.test_api_form_fakes import FormingFakeStore
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -20,8 +20,8 @@ from jennah.adapters.sqlite.vocabulary import SqliteVocabularyStore
 from jennah.domain.vocabulary import MAX_ENTITY_CLASSES, Vocabulary
 from jennah.ports.model import ModelResult
 from jennah.ports.prompts import read_data
-from tests.unit.fakes import ENTERPRISE, Api
 from tests.integration.test_api_form import sqlite_api
+from tests.unit.fakes import ENTERPRISE, Api
 
 V = "/v1/memory/vocabulary"
 PERSON = {"name": "Person", "description": "an individual human being, including colleagues"}

@@ -28,8 +28,8 @@ from jennah.cli.formation import (
 from jennah.cli.main import cli
 from jennah.cli.options import CliState
 from jennah.domain.formation import SOURCE_STEP, Turn, TurnRole, render
-from tests.unit.fakes import TOKEN, Api
 from tests.integration.test_api_form import TOKYO, sqlite_api
+from tests.unit.fakes import TOKEN, Api
 
 TURNS = TOKYO["turns"]
 TOKYO_YAML = """\

@@ -20,9 +20,9 @@ from jennah.auth import LocalCredentials, credentials_path
 from jennah.cli import operations
 from jennah.cli.operations import operation_path
 from jennah.ports.model import LanguageModel
-from tests.unit.fakes import TOKEN
 from tests.integration.test_api_form import TOKYO, _extraction, sqlite_api
 from tests.integration.test_cli_form import TOKYO_YAML, Jnh
+from tests.unit.fakes import TOKEN
 
 NAME = re.compile(r"operations/op_[0-9a-f]{32}")
 ONE_FACT = _extraction(("The user lives in Tokyo.", "I live in Tokyo"))

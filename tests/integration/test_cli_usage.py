@@ -21,9 +21,9 @@ from jennah.cli.main import cli
 from jennah.cli.options import CliState
 from jennah.domain.billing import EnterpriseBilling, Plan, UsageRecord
 from jennah.domain.formation import formation_units
-from tests.unit.fakes import ENTERPRISE, ROOT, TOKEN, Api
 from tests.integration.test_api_billing import KEY_TOKEN, PARTIAL_ADMIN, _add_callers, token_of
 from tests.integration.test_api_form import sqlite_api
+from tests.unit.fakes import ENTERPRISE, ROOT, TOKEN, Api
 
 
 class Recording(httpx.BaseTransport):

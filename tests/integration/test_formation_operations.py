@@ -55,8 +55,8 @@ from jennah.services.formation import (
     use_case,
 )
 from jennah.services.formation import result as operation_result
-from tests.unit.fakes import ENTERPRISE, ROOT, ROOT_SECRET, add_enterprise
 from tests.integration.test_api_form import TOKYO, _extraction, ok, reason, refused, sqlite_api
+from tests.unit.fakes import ENTERPRISE, ROOT, ROOT_SECRET, add_enterprise
 
 CALLER = Caller(enterprise_id=ENTERPRISE, principal=ROOT)
 SCOPE = ScopeRef(enterprise_id=ENTERPRISE, scope_id="support-bot")
