@@ -66,7 +66,7 @@ def test_a_blank_turn_is_formed_beside_others_and_cannot_be_cited(
         extraction(
             fact(TOKYO, [0], "I live in Tokyo"),
             fact("The user thanked the assistant.", [1, 2], "Thanks"),  # cites a blank turn
-            fact("The assistant looked something up.", [3], ""),
+            fact("The assistant looked something up.", [3], "Thanks"),  # cites only a blank turn
         )
     )
     receipt = run(store, scope, turns, model)
