@@ -226,8 +226,39 @@ class CommitEdge(WireRequest):
     properties: dict[str, str] = Field(default_factory=dict, json_schema_extra=_map_bounds())
 
 
+def _given(name: str, kind: str) -> JsonDict:
+    """`name` is present and not null: a JSON value of type `kind`."""
+    return {"required": [name], "properties": {name: {"type": kind}}}
+
+
+def _absent(*names: str) -> JsonDict:
+    """Each of `names` is absent or null."""
+    return {"properties": {name: {"type": "null"} for name in names}}
+
+
 class Supersession(WireRequest):
     """Close chunkId (or edgeId) where its replacement becomes valid, and write it."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "oneOf": [
+                {
+                    "allOf": [
+                        _given("chunkId", "string"),
+                        _given("replacementChunk", "object"),
+                        _absent("edgeId"),
+                    ]
+                },
+                {
+                    "allOf": [
+                        _given("edgeId", "string"),
+                        _given("replacementEdge", "object"),
+                        _absent("chunkId"),
+                    ]
+                },
+            ]
+        }
+    )
 
     chunk_id: str | None = None
     edge_id: str | None = None
@@ -267,7 +298,11 @@ class CommitRequest(WireRequest):
     chunks: list[CommitChunk] = Field(default_factory=list, max_length=MAX_COMMIT_ITEMS)
     nodes: list[CommitNode] = Field(default_factory=list, max_length=MAX_COMMIT_ITEMS)
     edges: list[CommitEdge] = Field(default_factory=list, max_length=MAX_COMMIT_ITEMS)
-    supersessions: list[Supersession] = Field(default_factory=list, max_length=MAX_COMMIT_ITEMS)
+    supersessions: list[Supersession] = Field(
+        default_factory=list,
+        max_length=MAX_COMMIT_ITEMS,
+        description="Each names a different chunkId or edgeId",
+    )
 
 
 class CommitResponse(WireResponse):
@@ -291,14 +326,52 @@ class CommitResponse(WireResponse):
 
 
 class Filter(WireRequest):
-    """A filter on one key: `value` for EQUALS / NOT_EQUALS, `values` for IN."""
+    """A filter on one key: `value` for EQUALS / NOT_EQUALS, `values` for IN (or one
+    value in `values`); never both."""
 
-    key: str = Field(description="A metadata key; in graph.start: NodeId, Label or NodeType")
+    model_config = ConfigDict(
+        json_schema_extra={
+            "anyOf": [
+                {"allOf": [_given("value", "string"), _absent("values")]},
+                {
+                    "allOf": [
+                        _given("values", "array"),
+                        _absent("value"),
+                        {"properties": {"values": {"minItems": 1, "maxItems": 1}}},
+                    ]
+                },
+                {
+                    "allOf": [
+                        _given("values", "array"),
+                        _absent("value"),
+                        {
+                            "required": ["operator"],
+                            "properties": {"operator": {"const": "OPERATOR_IN"}},
+                        },
+                        {"properties": {"values": {"minItems": 1}}},
+                    ]
+                },
+            ]
+        }
+    )
+
+    key: str = Field(description="A metadata key")
     value: str | None = Field(default=None, description="The value, for EQUALS and NOT_EQUALS")
     values: list[str] | None = Field(
-        default=None, description="The values, for OPERATOR_IN: at most 100"
+        default=None,
+        description="The values, for OPERATOR_IN: at most 100",
+        json_schema_extra=_bounds(maxItems=rules.MAX_FILTER_VALUES),
     )
     operator: Operator = "OPERATOR_EQUALS"
+
+
+class NodeFilter(Filter):
+    """A filter on a node's NodeId, Label or NodeType."""
+
+    key: str = Field(
+        description="NodeId, Label or NodeType",
+        json_schema_extra=_bounds(enum=list(rules.NODE_FILTER_KEYS)),
+    )
 
 
 class SemanticQuery(WireRequest):
@@ -312,7 +385,11 @@ class SemanticQuery(WireRequest):
         description="1-100 results, best first",
         json_schema_extra=_bounds(minimum=1, maximum=rules.MAX_TOP_K),
     )
-    filters: list[Filter] = Field(default_factory=list, description="All must match")
+    filters: list[Filter] = Field(
+        default_factory=list,
+        description="All must match",
+        json_schema_extra=_bounds(maxItems=rules.MAX_FILTERS),
+    )
     as_of_valid: Timestamp | None = Field(
         default=None, description="Answer as of this valid time instead of now"
     )
@@ -321,7 +398,9 @@ class SemanticQuery(WireRequest):
 class GraphStart(WireRequest):
     """Start nodes: filters on NodeId, Label or NodeType (all nodes when none)."""
 
-    filters: list[Filter] = Field(default_factory=list)
+    filters: list[NodeFilter] = Field(
+        default_factory=list, json_schema_extra=_bounds(maxItems=rules.MAX_FILTERS)
+    )
 
 
 class Traversal(WireRequest):
@@ -416,9 +495,12 @@ class InspectParams(WireRequest):
 
     graph: bool = Field(default=False, description="Also list nodes and their edges")
     as_of_valid: Timestamp | None = Field(
-        default=None, description="List what was valid at this instant instead of now"
+        default=None,
+        description="List what was valid at this instant instead of now; not with allHistory",
     )
-    all_history: bool = Field(default=False, description="List every row, valid or not")
+    all_history: bool = Field(
+        default=False, description="List every row, valid or not; not with asOfValid"
+    )
     page_size: Int32 = Field(
         default=0, description="0 means 50; at most 1000", json_schema_extra=_bounds(minimum=0)
     )
@@ -468,6 +550,8 @@ class FormTurn(WireRequest):
 class FormRequest(WireRequest):
     """memory:form: a conversation to form memory from."""
 
+    model_config = ConfigDict(json_schema_extra={"required": ["turns"]})
+
     turns: list[FormTurn] = Field(
         default_factory=list,
         description="1-200 turns; the rendered conversation must fit the input-token cap of "
@@ -494,6 +578,7 @@ class FormRequest(WireRequest):
     run_async: bool = Field(
         default=False,
         alias="async",
+        strict=True,
         description="Answer at once with the operation (name, done) instead of waiting for "
         "the receipt; read it with GET /v1/operations/{operationId}",
     )
@@ -770,7 +855,14 @@ Duration = Annotated[
 
 
 class CreateApiKeyRequest(WireRequest):
-    """A new API key and its role binding; give expireTime or ttl, or neither (no expiry)."""
+    """A new API key and its role binding; give expireTime or ttl, or neither (no expiry).
+    expireTime must be in the future and ttl positive."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "not": {"allOf": [_given("expireTime", "string"), _given("ttl", "string")]}
+        }
+    )
 
     display_name: str = Field(
         default="",
@@ -1011,7 +1103,7 @@ class FormationTokensParams(WireRequest):
     """Query parameters of GET /v1/billing/usage/formation-tokens."""
 
     start_time: Timestamp = Field(description="Required; at most 400 days back")
-    end_time: Timestamp | None = Field(default=None, description="Default: now")
+    end_time: Timestamp | None = Field(default=None, description="After startTime; default: now")
     per: PerName = Field(default="day", description="day, week (ISO, Monday start) or month")
     time_zone: str = Field(default="UTC", description="IANA name the calendar is taken in")
     group_by: DimensionName | None = Field(default=None, description="One of the dimensions")

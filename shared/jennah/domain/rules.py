@@ -30,6 +30,7 @@ MAX_DEPTH = 3
 MAX_QUERY_TEXT_LENGTH = 4000
 MAX_FILTERS = 16
 MAX_FILTER_VALUES = 100  # values of one OPERATOR_IN filter
+NODE_FILTER_KEYS = ("NodeId", "Label", "NodeType")  # what graph.start filters on
 
 # One memory:commit writes at most this many chunks, nodes, edges and supersessions each.
 MAX_COMMIT_ITEMS = 500

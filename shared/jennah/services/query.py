@@ -23,13 +23,12 @@ from jennah.domain.rules import (
     MAX_GRAPH_LIMIT,
     MAX_QUERY_TEXT_LENGTH,
     MAX_TOP_K,
+    NODE_FILTER_KEYS,
 )
 from jennah.errors import InvalidArgument
 from jennah.ports.embedder import Embedder
 from jennah.ports.store import MemoryStore
 from jennah.services.commands import GraphQuery, QueryCommand, SemanticQuery
-
-NODE_FILTER_KEYS = ("NodeId", "Label", "NodeType")
 
 
 class ReachedNode(BaseModel):
