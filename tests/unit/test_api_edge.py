@@ -231,3 +231,28 @@ def test_a_method_flask_does_not_know_is_a_google_error(api: Api, method: str) -
 def test_values_are_counted_outside_strings_once_the_rough_count_is_past_the_bound() -> None:
     many = json.dumps({"t": ", " * (bodies.MAX_JSON_VALUES + 1)}).encode()
     assert bodies.count_values(many) == 1
+
+
+@pytest.mark.parametrize(
+    ("path", "allow"),
+    [
+        (COMMIT, "OPTIONS, POST"),
+        ("/v1/scopes/bot", "DELETE, OPTIONS"),
+        ("/v1/memory/vocabulary", "DELETE, GET, HEAD, OPTIONS, PUT"),
+        ("/openapi.json", "GET, HEAD, OPTIONS"),
+    ],
+)
+def test_options_lists_the_methods_of_the_path_only(api: Api, path: str, allow: str) -> None:
+    response = api.app.test_client().options(path)
+    assert (response.status_code, response.headers["Allow"]) == (204, allow)
+
+
+def test_options_on_an_unknown_path_is_not_found(api: Api) -> None:
+    response = api.app.test_client().options("/v1/nowhere")
+    assert reason_of(error_of(response, 404, "NOT_FOUND")) == "ROUTE_NOT_FOUND"
+
+
+def test_async_of_memory_form_is_a_json_boolean(api: Api) -> None:
+    body = {"turns": [{"role": "TURN_ROLE_USER", "content": "hi"}], "async": 0}
+    response = api.app.test_client().post("/v1/agents/bot/memory:form", json=body, headers=AUTH)
+    assert field_of(error_of(response, 400, "INVALID_ARGUMENT")) == "async"

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import jsonschema_rs
 import pytest
 
 from jennah.api import openapi
@@ -90,3 +91,64 @@ def test_every_operation_documents_its_permission(document: dict[str, Any]) -> N
     revoke = document["paths"]["/v1/apiKeys/{keyId}:revoke"]["post"]
     assert [p["name"] for p in revoke["parameters"]] == ["keyId"]
     assert "keyString" in document["components"]["schemas"]["ApiKeyResource"]["properties"]
+
+
+# Requests the services refuse (400, naming the field), each past a bound the document
+# states: the document refuses them too, so no request it calls valid gets a 400 for them.
+REFUSED = [
+    ("POST", "/v1/scopes/bot/memory:commit", {}, None),
+    ("POST", "/v1/scopes/bot/memory:commit", {"chunks": [{"text": " "}]}, "chunks[0].text"),
+    ("POST", "/v1/scopes/bot/memory:commit", {"nodes": [{"nodeId": "a b"}]}, "nodes[0].nodeId"),
+    ("POST", "/v1/scopes/bot/memory:commit", {"supersessions": [{}]}, "supersessions[0]"),
+    ("POST", "/v1/scopes/bot/memory:query", {"semantic": None}, None),
+    ("POST", "/v1/scopes/bot/memory:query", {"semantic": {"queryText": "x", "topK": 0}},
+     "semantic.topK"),
+    ("POST", "/v1/scopes/bot/memory:query",
+     {"semantic": {"queryText": "x", "filters": [{"key": "k", "value": "a", "values": ["b"]}]}},
+     "semantic.filters[0].values"),
+    ("POST", "/v1/scopes/bot/memory:query",
+     {"graph": {"start": {"filters": [{"key": "Colour", "value": "red"}]}}},
+     "graph.start.filters[0].key"),
+    ("POST", "/v1/agents/bot/memory:form", {}, "turns"),
+    ("POST", "/v1/agents/bot/memory:form",
+     {"turns": [{"role": "TURN_ROLE_USER", "content": "hi"}], "formationKey": ""}, "formationKey"),
+    ("POST", "/v1/apiKeys", {"role": "owner"}, "role"),
+    ("POST", "/v1/roleBindings:grant", {"principal": "bob", "role": "member"}, "principal"),
+    ("POST", "/v1/users", {"principal": "api_key:k1"}, "principal"),
+    ("POST", "/v1/scopes", {"scopeId": "", "kind": "AGENT"}, "scopeId"),
+    ("POST", "/v1/billing:setOverageMultiple", {"overageMultiple": 0.3}, "overageMultiple"),
+    ("PUT", "/v1/memory/vocabulary", {"scopeId": "bot"}, "vocabulary"),
+]  # fmt: skip
+
+
+def _request_schema(document: dict[str, Any], method: str, path: str) -> dict[str, Any]:
+    (route,) = [r for r in ALL_ROUTES if r.method == method and r.pattern.match(path)]
+    assert route.request_model is not None
+    name = route.request_model.__name__
+    return {"$ref": f"#/components/schemas/{name}", "components": document["components"]}
+
+
+@pytest.mark.parametrize(("method", "path", "body", "field"), REFUSED)
+def test_the_document_refuses_what_the_services_refuse(
+    document: dict[str, Any],
+    tmp_path: Path,
+    method: str,
+    path: str,
+    body: dict[str, Any],
+    field: str | None,
+) -> None:
+    schema = _request_schema(document, method, path)
+    assert not jsonschema_rs.Draft202012Validator(schema).is_valid(body)
+    api = Api.create(tmp_path)
+    assert api.post("/v1/scopes", {"scopeId": "bot", "kind": "AGENT"}).status_code == 200
+    answer = (api.put if method == "PUT" else api.post)(path, body)
+    error = answer.get_json()["error"]
+    assert (answer.status_code, error["details"][0]["metadata"].get("field")) == (400, field)
+
+
+def test_path_and_query_parameters_state_their_bounds(document: dict[str, Any]) -> None:
+    revoke = document["paths"]["/v1/apiKeys/{keyId}:revoke"]["post"]["parameters"]
+    assert revoke[0]["schema"]["pattern"] == r"^[A-Za-z0-9\-]{1,64}$"
+    listing = document["paths"]["/v1/scopes"]["get"]["parameters"]
+    (page_size,) = [p for p in listing if p["name"] == "pageSize"]
+    assert page_size["schema"]["minimum"] == 0

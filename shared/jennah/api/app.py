@@ -10,7 +10,7 @@ from jennah.api.context import Services
 from jennah.api.errors import MethodNotAllowed, from_http_status
 from jennah.api.openapi import OPENAPI_PATH, document_text
 
-_METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE"]
+_METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]
 
 
 def create_app(
@@ -23,6 +23,8 @@ def create_app(
     app = flask.Flask("jennah")
 
     def openapi() -> flask.Response:
+        if flask.request.method == "OPTIONS":
+            return routes.options_reply(["GET", "HEAD", "OPTIONS"])
         if flask.request.method != "GET":
             err = MethodNotAllowed(flask.request.method, OPENAPI_PATH, ["GET"])
             return routes.error_reply(err)
@@ -31,9 +33,16 @@ def create_app(
     def api(path: str) -> flask.Response:
         return routes.serve(flask.request, mounted, services)
 
-    app.add_url_rule(OPENAPI_PATH, "openapi", openapi, methods=_METHODS)
-    app.add_url_rule("/", "root", api, defaults={"path": ""}, methods=_METHODS)
-    app.add_url_rule("/<path:path>", "api", api, methods=_METHODS)
+    # OPTIONS is answered by the routes (their own methods in Allow), not by Flask (every
+    # method of the rule).
+    for rule, name, view, defaults in (
+        (OPENAPI_PATH, "openapi", openapi, None),
+        ("/", "root", api, {"path": ""}),
+        ("/<path:path>", "api", api, None),
+    ):
+        app.add_url_rule(
+            rule, name, view, defaults=defaults, methods=_METHODS, provide_automatic_options=False
+        )
 
     def refused(exc: HTTPException) -> flask.Response:
         if exc.code in (404, 405):

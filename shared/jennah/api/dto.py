@@ -11,8 +11,9 @@ the wire may change shape without the domain changing, and the reverse.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import (
     BaseModel,
@@ -23,8 +24,26 @@ from pydantic import (
     WithJsonSchema,
 )
 from pydantic.alias_generators import to_camel
+from pydantic.config import JsonDict, JsonValue
 
+from jennah.domain import rules
+from jennah.domain.access import (
+    API_KEY_PRINCIPAL,
+    MAX_DISPLAY_NAME,
+    MAX_SELECTORS,
+    SELECTOR_PATTERN,
+    USER_PRINCIPAL,
+    Role,
+)
+from jennah.domain.billing import MAX_OVERAGE_MULTIPLE, OVERAGE_MULTIPLE_STEP
+from jennah.domain.formation import MAX_FORMATION_KEY_LENGTH, MAX_TURNS
 from jennah.domain.rules import MAX_COMMIT_ITEMS
+from jennah.domain.vocabulary import (
+    MAX_ENTITY_CLASSES,
+    MAX_NAME_LENGTH,
+    MAX_RELATION_TYPES,
+    MAX_SIGNATURES,
+)
 
 _RFC3339 = re.compile(r"^\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(\.\d{1,9})?([Zz]|[+-]\d{2}:\d{2})$")
 TIMESTAMP_HINT = "an RFC 3339 timestamp with a time zone, such as 2024-05-01T09:00:00Z"
@@ -102,6 +121,37 @@ Operator = Literal["OPERATOR_EQUALS", "OPERATOR_NOT_EQUALS", "OPERATOR_IN"]
 DirectionName = Literal["DIRECTION_OUTBOUND", "DIRECTION_INBOUND", "DIRECTION_ANY"]
 
 
+# Bounds the services enforce, stated in the document only (`json_schema_extra`): the
+# services refuse a request past them with their own message, field and reason, and the
+# document says where they lie, so that a request valid by the document is not refused.
+NON_BLANK = r"\S"  # a text that is not empty nor whitespace only (str.strip)
+
+
+def _bounds(**schema: JsonValue) -> JsonDict:
+    """JSON schema keywords to add to a field's generated schema."""
+    return {key: value for key, value in schema.items() if value is not None}
+
+
+def _identifier() -> JsonDict:
+    return {"pattern": rules.IDENTIFIER_PATTERN.pattern}
+
+
+def _map_bounds() -> JsonDict:
+    """A metadata or properties map (rules.validate_metadata)."""
+    return {
+        "maxProperties": rules.MAX_METADATA_KEYS,
+        "propertyNames": {"pattern": rules.METADATA_KEY_PATTERN.pattern},
+        "additionalProperties": {"type": "string", "maxLength": rules.MAX_METADATA_VALUE_LENGTH},
+    }
+
+
+_PRINCIPAL = f"{USER_PRINCIPAL.pattern}|{API_KEY_PRINCIPAL.pattern}"
+_ROLE = _bounds(enum=[role.value for role in Role])
+_SELECTORS = _bounds(
+    maxItems=MAX_SELECTORS, items={"type": "string", "pattern": SELECTOR_PATTERN.pattern}
+)
+
+
 class WireRequest(BaseModel):
     """A request body: camelCase names only, unknown fields rejected."""
 
@@ -126,7 +176,9 @@ _NEXT_PAGE_HELP = "Pass as pageToken for the next page; absent on the last page"
 class PageParams(WireRequest):
     """The query parameters every list takes (AIP-158)."""
 
-    page_size: Int32 = Field(default=0, description=_PAGE_SIZE_HELP)
+    page_size: Int32 = Field(
+        default=0, description=_PAGE_SIZE_HELP, json_schema_extra=_bounds(minimum=0)
+    )
     page_token: str = Field(default="", description=_PAGE_TOKEN_HELP)
 
 
@@ -136,11 +188,15 @@ class PageParams(WireRequest):
 class CommitChunk(WireRequest):
     """A chunk to write; its id is derived from its text and validAt."""
 
-    text: str
+    text: str = Field(
+        description="1-16,000 characters, not blank",
+        json_schema_extra=_bounds(minLength=1, maxLength=rules.MAX_TEXT_LENGTH, pattern=NON_BLANK),
+    )
     metadata: dict[str, str] = Field(
         default_factory=dict,
         description="At most 16 keys of 1-64 letters, digits, '_', '.' or '-'; "
         "values up to 1024 characters",
+        json_schema_extra=_map_bounds(),
     )
     valid_at: Timestamp | None = Field(
         default=None, description="Start of the validity window; absent means unbounded past"
@@ -150,26 +206,59 @@ class CommitChunk(WireRequest):
 class CommitNode(WireRequest):
     """A graph node, create-or-replace on nodeId; nodeType is assign-once."""
 
-    node_id: str
-    label: str = ""
+    node_id: str = Field(json_schema_extra=_identifier())
+    label: str = Field(default="", json_schema_extra=_bounds(maxLength=rules.MAX_LABEL_LENGTH))
     node_type: str | None = Field(
-        default=None, description="The entity class; the first class a node gets is kept"
+        default=None,
+        description="The entity class; the first class a node gets is kept",
+        json_schema_extra=_bounds(pattern=f"^$|{rules.METADATA_KEY_PATTERN.pattern}"),
     )
-    properties: dict[str, str] = Field(default_factory=dict)
+    properties: dict[str, str] = Field(default_factory=dict, json_schema_extra=_map_bounds())
 
 
 class CommitEdge(WireRequest):
     """An edge between two nodes that exist (in the scope or this commit)."""
 
-    source: str
-    relation: str
-    target: str
+    source: str = Field(json_schema_extra=_identifier())
+    relation: str = Field(json_schema_extra=_bounds(pattern=rules.METADATA_KEY_PATTERN.pattern))
+    target: str = Field(json_schema_extra=_identifier())
     valid_at: Timestamp | None = None
-    properties: dict[str, str] = Field(default_factory=dict)
+    properties: dict[str, str] = Field(default_factory=dict, json_schema_extra=_map_bounds())
+
+
+def _given(name: str, kind: str) -> JsonDict:
+    """`name` is present and not null: a JSON value of type `kind`."""
+    return {"required": [name], "properties": {name: {"type": kind}}}
+
+
+def _absent(*names: str) -> JsonDict:
+    """Each of `names` is absent or null."""
+    return {"properties": {name: {"type": "null"} for name in names}}
 
 
 class Supersession(WireRequest):
     """Close chunkId (or edgeId) where its replacement becomes valid, and write it."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "oneOf": [
+                {
+                    "allOf": [
+                        _given("chunkId", "string"),
+                        _given("replacementChunk", "object"),
+                        _absent("edgeId"),
+                    ]
+                },
+                {
+                    "allOf": [
+                        _given("edgeId", "string"),
+                        _given("replacementEdge", "object"),
+                        _absent("chunkId"),
+                    ]
+                },
+            ]
+        }
+    )
 
     chunk_id: str | None = None
     edge_id: str | None = None
@@ -177,14 +266,43 @@ class Supersession(WireRequest):
     replacement_edge: CommitEdge | None = None
 
 
+def _one_of_nonempty(*names: str) -> Callable[[dict[str, Any]], None]:
+    """A request the service refuses as empty unless one of `names` is given: a list
+    with an item, or an object (not null)."""
+
+    def require(schema: dict[str, Any]) -> None:
+        schema["anyOf"] = [
+            {
+                "required": [name],
+                "properties": {
+                    name: {"minItems": 1}
+                    if schema["properties"][name].get("type") == "array"
+                    else {"type": "object"}
+                },
+            }
+            for name in names
+        ]
+
+    return require
+
+
 class CommitRequest(WireRequest):
-    """Everything one memory:commit writes, in one transaction: at most 500 items in all
-    (each list is bounded on its own while it is parsed, the sum by the commit)."""
+    """Everything one memory:commit writes, in one transaction: at least one item, at most
+    500 in all (each list is bounded on its own while it is parsed, the sum by the
+    commit)."""
+
+    model_config = ConfigDict(
+        json_schema_extra=_one_of_nonempty("chunks", "nodes", "edges", "supersessions")
+    )
 
     chunks: list[CommitChunk] = Field(default_factory=list, max_length=MAX_COMMIT_ITEMS)
     nodes: list[CommitNode] = Field(default_factory=list, max_length=MAX_COMMIT_ITEMS)
     edges: list[CommitEdge] = Field(default_factory=list, max_length=MAX_COMMIT_ITEMS)
-    supersessions: list[Supersession] = Field(default_factory=list, max_length=MAX_COMMIT_ITEMS)
+    supersessions: list[Supersession] = Field(
+        default_factory=list,
+        max_length=MAX_COMMIT_ITEMS,
+        description="Each names a different chunkId or edgeId",
+    )
 
 
 class CommitResponse(WireResponse):
@@ -208,20 +326,70 @@ class CommitResponse(WireResponse):
 
 
 class Filter(WireRequest):
-    """A filter on one key: `value` for EQUALS / NOT_EQUALS, `values` for IN."""
+    """A filter on one key: `value` for EQUALS / NOT_EQUALS, `values` for IN (or one
+    value in `values`); never both."""
 
-    key: str = Field(description="A metadata key; in graph.start: NodeId, Label or NodeType")
+    model_config = ConfigDict(
+        json_schema_extra={
+            "anyOf": [
+                {"allOf": [_given("value", "string"), _absent("values")]},
+                {
+                    "allOf": [
+                        _given("values", "array"),
+                        _absent("value"),
+                        {"properties": {"values": {"minItems": 1, "maxItems": 1}}},
+                    ]
+                },
+                {
+                    "allOf": [
+                        _given("values", "array"),
+                        _absent("value"),
+                        {
+                            "required": ["operator"],
+                            "properties": {"operator": {"const": "OPERATOR_IN"}},
+                        },
+                        {"properties": {"values": {"minItems": 1}}},
+                    ]
+                },
+            ]
+        }
+    )
+
+    key: str = Field(description="A metadata key")
     value: str | None = Field(default=None, description="The value, for EQUALS and NOT_EQUALS")
     values: list[str] | None = Field(
-        default=None, description="The values, for OPERATOR_IN: at most 100"
+        default=None,
+        description="The values, for OPERATOR_IN: at most 100",
+        json_schema_extra=_bounds(maxItems=rules.MAX_FILTER_VALUES),
     )
     operator: Operator = "OPERATOR_EQUALS"
 
 
+class NodeFilter(Filter):
+    """A filter on a node's NodeId, Label or NodeType."""
+
+    key: str = Field(
+        description="NodeId, Label or NodeType",
+        json_schema_extra=_bounds(enum=list(rules.NODE_FILTER_KEYS)),
+    )
+
+
 class SemanticQuery(WireRequest):
-    query_text: str
-    top_k: Int32 = Field(default=10, description="1-100 results, best first")
-    filters: list[Filter] = Field(default_factory=list, description="All must match")
+    query_text: str = Field(
+        json_schema_extra=_bounds(
+            minLength=1, maxLength=rules.MAX_QUERY_TEXT_LENGTH, pattern=NON_BLANK
+        )
+    )
+    top_k: Int32 = Field(
+        default=10,
+        description="1-100 results, best first",
+        json_schema_extra=_bounds(minimum=1, maximum=rules.MAX_TOP_K),
+    )
+    filters: list[Filter] = Field(
+        default_factory=list,
+        description="All must match",
+        json_schema_extra=_bounds(maxItems=rules.MAX_FILTERS),
+    )
     as_of_valid: Timestamp | None = Field(
         default=None, description="Answer as of this valid time instead of now"
     )
@@ -230,19 +398,29 @@ class SemanticQuery(WireRequest):
 class GraphStart(WireRequest):
     """Start nodes: filters on NodeId, Label or NodeType (all nodes when none)."""
 
-    filters: list[Filter] = Field(default_factory=list)
+    filters: list[NodeFilter] = Field(
+        default_factory=list, json_schema_extra=_bounds(maxItems=rules.MAX_FILTERS)
+    )
 
 
 class Traversal(WireRequest):
     relations: list[str] = Field(default_factory=list)
     direction: DirectionName = "DIRECTION_OUTBOUND"
-    depth: Int32 = Field(default=1, description="0-3 hops from the start nodes")
+    depth: Int32 = Field(
+        default=1,
+        description="0-3 hops from the start nodes",
+        json_schema_extra=_bounds(minimum=0, maximum=rules.MAX_DEPTH),
+    )
 
 
 class GraphQuery(WireRequest):
     start: GraphStart | None = None
     traversal: Traversal | None = None
-    limit: Int32 = Field(default=100, description="At most this many nodes, 1-1000")
+    limit: Int32 = Field(
+        default=100,
+        description="At most this many nodes, 1-1000",
+        json_schema_extra=_bounds(minimum=1, maximum=rules.MAX_GRAPH_LIMIT),
+    )
     as_of_valid: Timestamp | None = Field(
         default=None, description="Follow edges valid at this instant instead of now"
     )
@@ -250,6 +428,8 @@ class GraphQuery(WireRequest):
 
 class QueryRequest(WireRequest):
     """A semantic section, a graph section, or both."""
+
+    model_config = ConfigDict(json_schema_extra=_one_of_nonempty("semantic", "graph"))
 
     semantic: SemanticQuery | None = None
     graph: GraphQuery | None = None
@@ -315,10 +495,15 @@ class InspectParams(WireRequest):
 
     graph: bool = Field(default=False, description="Also list nodes and their edges")
     as_of_valid: Timestamp | None = Field(
-        default=None, description="List what was valid at this instant instead of now"
+        default=None,
+        description="List what was valid at this instant instead of now; not with allHistory",
     )
-    all_history: bool = Field(default=False, description="List every row, valid or not")
-    page_size: Int32 = Field(default=0, description="0 means 50; at most 1000")
+    all_history: bool = Field(
+        default=False, description="List every row, valid or not; not with asOfValid"
+    )
+    page_size: Int32 = Field(
+        default=0, description="0 means 50; at most 1000", json_schema_extra=_bounds(minimum=0)
+    )
     page_token: str = Field(default="", description="nextPageToken of the previous page")
 
 
@@ -365,11 +550,18 @@ class FormTurn(WireRequest):
 class FormRequest(WireRequest):
     """memory:form: a conversation to form memory from."""
 
+    model_config = ConfigDict(json_schema_extra={"required": ["turns"]})
+
     turns: list[FormTurn] = Field(
         default_factory=list,
         description="1-200 turns; the rendered conversation must fit the input-token cap of "
         "the enterprise's plan (8,192 tokens on Free; 16,384 on the trial, Pro, Scale and "
         "Team; 100,000 on Enterprise; estimated as its UTF-8 bytes / 4)",
+        json_schema_extra=_bounds(
+            minItems=1,
+            maxItems=MAX_TURNS,
+            contains={"required": ["content"], "properties": {"content": {"pattern": NON_BLANK}}},
+        ),
     )
     observed_at: Timestamp | None = Field(
         default=None,
@@ -379,12 +571,14 @@ class FormRequest(WireRequest):
     )
     formation_key: str | None = Field(
         default=None,
-        description="Up to 256 characters: a retry under the same key (same turns and "
+        description="1-256 characters: a retry under the same key (same turns and "
         "observedAt) returns the original receipt instead of forming twice",
+        json_schema_extra=_bounds(minLength=1, maxLength=MAX_FORMATION_KEY_LENGTH),
     )
     run_async: bool = Field(
         default=False,
         alias="async",
+        strict=True,
         description="Answer at once with the operation (name, done) instead of waiting for "
         "the receipt; read it with GET /v1/operations/{operationId}",
     )
@@ -500,6 +694,7 @@ _LEVEL_HELP = (
     "absent means the enterprise level"
 )
 _NAME_HELP = "1-64 letters (of any script), digits, '_', '.' or '-'"
+_NAME_BOUNDS = _bounds(minLength=1, maxLength=MAX_NAME_LENGTH)
 _DESCRIPTION_HELP = (
     "Up to 200 characters, line breaks flattened; supplied to the extraction model beside the name"
 )
@@ -508,7 +703,7 @@ _DESCRIPTION_HELP = (
 class DeclaredEntityClass(WireRequest):
     """An entity class formed memory is classified against."""
 
-    name: str = Field(description=_NAME_HELP)
+    name: str = Field(description=_NAME_HELP, json_schema_extra=_NAME_BOUNDS)
     description: str = Field(default="", description=_DESCRIPTION_HELP)
 
 
@@ -522,20 +717,38 @@ class DeclaredSignature(WireRequest):
 class DeclaredRelationType(WireRequest):
     """A relation type formation is expected to use: guidance, not a closed set."""
 
-    name: str = Field(description=_NAME_HELP)
+    name: str = Field(description=_NAME_HELP, json_schema_extra=_NAME_BOUNDS)
     description: str = Field(default="", description=_DESCRIPTION_HELP)
-    signatures: list[DeclaredSignature] = Field(default_factory=list, description="At most 6")
+    signatures: list[DeclaredSignature] = Field(
+        default_factory=list,
+        description="At most 6",
+        json_schema_extra=_bounds(maxItems=MAX_SIGNATURES),
+    )
 
 
 class DeclaredVocabulary(WireRequest):
     """A whole declaration; one with no entity classes turns classification off."""
 
     entity_classes: list[DeclaredEntityClass] = Field(
-        default_factory=list, description="At most 32, each name once"
+        default_factory=list,
+        description="At most 32, each name once",
+        json_schema_extra=_bounds(maxItems=MAX_ENTITY_CLASSES),
     )
     relation_types: list[DeclaredRelationType] = Field(
-        default_factory=list, description="At most 32, each name once"
+        default_factory=list,
+        description="At most 32, each name once",
+        json_schema_extra=_bounds(maxItems=MAX_RELATION_TYPES),
     )
+
+
+def _require_vocabulary(schema: dict[str, Any]) -> None:
+    """`vocabulary` is required and not null in the document, as the service refuses a
+    declaration without one (the model reads it as optional so that the service can say
+    why)."""
+    schema["required"] = ["vocabulary"]
+    vocabulary = schema["properties"]["vocabulary"]
+    del vocabulary["default"]
+    vocabulary |= next(option for option in vocabulary.pop("anyOf") if "$ref" in option)
 
 
 class DeclareVocabularyRequest(WireRequest):
@@ -546,7 +759,11 @@ class DeclareVocabularyRequest(WireRequest):
     ignored, so the declaration would land at the enterprise level.
     """
 
-    scope_id: str | None = Field(default=None, description=_LEVEL_HELP)
+    model_config = ConfigDict(json_schema_extra=_require_vocabulary)
+
+    scope_id: str | None = Field(
+        default=None, description=_LEVEL_HELP, json_schema_extra=_identifier()
+    )
     vocabulary: DeclaredVocabulary | None = Field(
         default=None,
         description="Required. {} (no entity classes) declares an empty vocabulary: "
@@ -557,7 +774,9 @@ class DeclareVocabularyRequest(WireRequest):
 class VocabularyParams(WireRequest):
     """Query parameters of GET and DELETE /v1/memory/vocabulary."""
 
-    scope_id: str | None = Field(default=None, description=_LEVEL_HELP)
+    scope_id: str | None = Field(
+        default=None, description=_LEVEL_HELP, json_schema_extra=_identifier()
+    )
 
 
 class EntityClass(WireResponse):
@@ -603,6 +822,8 @@ KeyState = Literal["ACTIVE", "REVOKED", "EXPIRED"]
 CallerKindName = Literal["USER", "API_KEY"]
 _DURATION = re.compile(r"^(\d{1,12})(\.\d{1,9})?s$")
 _ROLE_HELP = "root, administrator or member"
+_PRINCIPAL_HELP = "user:<id> or api_key:<keyId>"
+_PRINCIPAL_BOUNDS = _bounds(pattern=_PRINCIPAL)
 _SELECTOR_HELP = "Scope ids or patterns where '*' matches any run of characters, such as bot.*"
 
 
@@ -634,15 +855,30 @@ Duration = Annotated[
 
 
 class CreateApiKeyRequest(WireRequest):
-    """A new API key and its role binding; give expireTime or ttl, or neither (no expiry)."""
+    """A new API key and its role binding; give expireTime or ttl, or neither (no expiry).
+    expireTime must be in the future and ttl positive."""
 
-    display_name: str = Field(default="", description="Up to 128 characters")
-    role: str = Field(description=_ROLE_HELP)
+    model_config = ConfigDict(
+        json_schema_extra={
+            "not": {"allOf": [_given("expireTime", "string"), _given("ttl", "string")]}
+        }
+    )
+
+    display_name: str = Field(
+        default="",
+        description="Up to 128 characters",
+        json_schema_extra=_bounds(maxLength=MAX_DISPLAY_NAME),
+    )
+    role: str = Field(description=_ROLE_HELP, json_schema_extra=_ROLE)
     agent_selectors: list[str] = Field(
-        default_factory=list, description="Agent workspaces the key reaches. " + _SELECTOR_HELP
+        default_factory=list,
+        description="Agent workspaces the key reaches. " + _SELECTOR_HELP,
+        json_schema_extra=_SELECTORS,
     )
     subject_selectors: list[str] = Field(
-        default_factory=list, description="Subject scopes the key reaches. " + _SELECTOR_HELP
+        default_factory=list,
+        description="Subject scopes the key reaches. " + _SELECTOR_HELP,
+        json_schema_extra=_SELECTORS,
     )
     expire_time: Timestamp | None = Field(default=None, description="When the key stops working")
     ttl: Duration | None = Field(default=None, description="Lifetime from now, such as 86400s")
@@ -682,15 +918,19 @@ class ListApiKeysResponse(WireResponse):
 class GrantRoleRequest(WireRequest):
     """Bind a role (and reach) to a principal; replaces its binding of that role."""
 
-    principal: str = Field(description="user:<id> or api_key:<keyId>")
-    role: str = Field(description=_ROLE_HELP)
-    agent_selectors: list[str] = Field(default_factory=list, description=_SELECTOR_HELP)
-    subject_selectors: list[str] = Field(default_factory=list, description=_SELECTOR_HELP)
+    principal: str = Field(description=_PRINCIPAL_HELP, json_schema_extra=_PRINCIPAL_BOUNDS)
+    role: str = Field(description=_ROLE_HELP, json_schema_extra=_ROLE)
+    agent_selectors: list[str] = Field(
+        default_factory=list, description=_SELECTOR_HELP, json_schema_extra=_SELECTORS
+    )
+    subject_selectors: list[str] = Field(
+        default_factory=list, description=_SELECTOR_HELP, json_schema_extra=_SELECTORS
+    )
 
 
 class RevokeRoleRequest(WireRequest):
-    principal: str = Field(description="user:<id> or api_key:<keyId>")
-    role: str = Field(description=_ROLE_HELP)
+    principal: str = Field(description=_PRINCIPAL_HELP, json_schema_extra=_PRINCIPAL_BOUNDS)
+    role: str = Field(description=_ROLE_HELP, json_schema_extra=_ROLE)
 
 
 class RoleBindingResource(WireResponse):
@@ -701,7 +941,11 @@ class RoleBindingResource(WireResponse):
 
 
 class ListRoleBindingsParams(PageParams):
-    principal: str | None = Field(default=None, description="Only this principal's bindings")
+    principal: str | None = Field(
+        default=None,
+        description="Only this principal's bindings",
+        json_schema_extra=_PRINCIPAL_BOUNDS,
+    )
 
 
 class ListRoleBindingsResponse(WireResponse):
@@ -716,7 +960,10 @@ class Empty(WireResponse):
 
 
 class CreateUserRequest(WireRequest):
-    principal: str = Field(description="user:<id>, such as user:ana@example.com")
+    principal: str = Field(
+        description="user:<id>, such as user:ana@example.com",
+        json_schema_extra=_bounds(pattern=USER_PRINCIPAL.pattern),
+    )
 
 
 class UserResource(WireResponse):
@@ -728,7 +975,9 @@ class UserResource(WireResponse):
 
 
 class CreateScopeRequest(WireRequest):
-    scope_id: str = Field(description="1-128 letters, digits, '_', '.', ':' or '-'")
+    scope_id: str = Field(
+        description="1-128 letters, digits, '_', '.', ':' or '-'", json_schema_extra=_identifier()
+    )
     kind: ScopeKindName = Field(description="AGENT (an agent workspace) or SUBJECT")
 
 
@@ -843,7 +1092,10 @@ class BillingState(WireResponse):
 
 class SetOverageMultipleRequest(WireRequest):
     overage_multiple: float = Field(
-        description="0 to 10 in steps of 0.5; 0 turns overage off; applies to the next formation"
+        description="0 to 10 in steps of 0.5; 0 turns overage off; applies to the next formation",
+        json_schema_extra=_bounds(
+            minimum=0, maximum=MAX_OVERAGE_MULTIPLE, multipleOf=OVERAGE_MULTIPLE_STEP
+        ),
     )
 
 
@@ -851,7 +1103,7 @@ class FormationTokensParams(WireRequest):
     """Query parameters of GET /v1/billing/usage/formation-tokens."""
 
     start_time: Timestamp = Field(description="Required; at most 400 days back")
-    end_time: Timestamp | None = Field(default=None, description="Default: now")
+    end_time: Timestamp | None = Field(default=None, description="After startTime; default: now")
     per: PerName = Field(default="day", description="day, week (ISO, Monday start) or month")
     time_zone: str = Field(default="UTC", description="IANA name the calendar is taken in")
     group_by: DimensionName | None = Field(default=None, description="One of the dimensions")

@@ -7,7 +7,7 @@ through `Access.open_scope`) and parsed the request before a handler runs.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -143,7 +143,7 @@ def _graph(section: dto.GraphQuery | None) -> commands.GraphQuery | None:
     )
 
 
-def _filters(filters: list[dto.Filter], field: str) -> list[MetadataFilter]:
+def _filters(filters: Sequence[dto.Filter], field: str) -> list[MetadataFilter]:
     return [_filter(f, f"{field}[{i}]") for i, f in enumerate(filters)]
 
 

@@ -21,7 +21,8 @@ import jennah
 from jennah.api import dto
 from jennah.api.bodies import MAX_BODY_BYTES
 from jennah.api.routes import ALL_ROUTES, Route
-from jennah.domain.access import MANAGEMENT_PERMISSIONS
+from jennah.domain import rules
+from jennah.domain.access import KEY_ID_PATTERN, MANAGEMENT_PERMISSIONS
 
 COMMITTED = Path(__file__).with_name("openapi.json")
 OPENAPI_PATH = "/openapi.json"
@@ -179,14 +180,19 @@ def _access_text(route: Route) -> str:
     return text + "."
 
 
+# Every path id is an identifier (rules.validate_identifier); some are narrower.
+_PATH_ID = ("1-128 letters, digits, '_', '.', ':' or '-'", rules.IDENTIFIER_PATTERN.pattern)
+_PATH_IDS = {"keyId": ("1-64 letters, digits or '-'", KEY_ID_PATTERN.pattern)}
+
+
 def _parameters(route: Route) -> list[dict[str, Any]]:
     parameters: list[dict[str, Any]] = [
         {
             "name": name,
             "in": "path",
             "required": True,
-            "description": "1-128 letters, digits, '_', '.', ':' or '-'",
-            "schema": {"type": "string", "pattern": r"^[A-Za-z0-9_.:\-]{1,128}$"},
+            "description": _PATH_IDS.get(name, _PATH_ID)[0],
+            "schema": {"type": "string", "pattern": _PATH_IDS.get(name, _PATH_ID)[1]},
         }
         for name in route.path_params
     ]

@@ -346,8 +346,11 @@ def serve(request: flask.Request, routes: Sequence[Route], services: Services) -
         logs.trace_from_header(request.headers.get("X-Cloud-Trace-Context"), services.trace_project)
     )
     try:
-        reply = dispatch(request, routes, services)
-        response = json_response(dto_body(reply.body), 200, reply.headers)
+        if request.method == "OPTIONS":
+            response = options_reply(allowed_methods(request.path, routes))
+        else:
+            reply = dispatch(request, routes, services)
+            response = json_response(dto_body(reply.body), 200, reply.headers)
     except JennahError as err:
         response = error_reply(err)
     except Exception as exc:  # anything unexpected: log it, tell the caller nothing inside
@@ -409,6 +412,20 @@ def authorize(
 def match(method: str, path: str, routes: Sequence[Route]) -> tuple[Route, dict[str, str]]:
     """The route for a method and path, and its path parameters; NotFound or
     MethodNotAllowed."""
+    found = _routes_at(path, routes)
+    for route, params in found:
+        if route.method == method or (method == "HEAD" and route.method == "GET"):
+            return route, params
+    raise MethodNotAllowed(method, path, sorted({route.method for route, _ in found}))
+
+
+def allowed_methods(path: str, routes: Sequence[Route]) -> list[str]:
+    """The methods a path binds (NotFound when none does): HEAD with GET, and OPTIONS."""
+    bound = {route.method for route, _ in _routes_at(path, routes)}
+    return sorted(bound | ({"HEAD"} if "GET" in bound else set()) | {"OPTIONS"})
+
+
+def _routes_at(path: str, routes: Sequence[Route]) -> list[tuple[Route, dict[str, str]]]:
     found: list[tuple[Route, dict[str, str]]] = []
     for route in routes:
         hit = route.pattern.match(path)
@@ -418,10 +435,13 @@ def match(method: str, path: str, routes: Sequence[Route]) -> tuple[Route, dict[
         raise NotFound(
             f"no such resource: {path}", reason="ROUTE_NOT_FOUND", metadata={"path": path[:200]}
         )
-    for route, params in found:
-        if route.method == method or (method == "HEAD" and route.method == "GET"):
-            return route, params
-    raise MethodNotAllowed(method, path, sorted({route.method for route, _ in found}))
+    return found
+
+
+def options_reply(allowed: list[str]) -> flask.Response:
+    """OPTIONS on a path: 204 with the methods it binds in `Allow`. It needs no
+    credential: it tells no more than the OpenAPI document does."""
+    return flask.Response(status=204, headers={"Allow": ", ".join(allowed)})
 
 
 def parse_params(args: Any, model: type[BaseModel]) -> BaseModel:

@@ -147,6 +147,13 @@ class Grants(BaseModel):
 
 
 SELECTOR_PATTERN = re.compile(r"^[A-Za-z0-9_.:\-*]{1,128}$")
+MAX_SELECTORS = 64  # per list (agent selectors, subject selectors) of one binding
+
+# Principals: `user:<id>` and `api_key:<keyId>`; an API key's id alone is KEY_ID_PATTERN.
+USER_PRINCIPAL = re.compile(r"^user:[A-Za-z0-9._%+@\-]{1,254}$")
+API_KEY_PRINCIPAL = re.compile(r"^api_key:([A-Za-z0-9\-]{1,64})$")
+KEY_ID_PATTERN = re.compile(r"^[A-Za-z0-9\-]{1,64}$")
+MAX_DISPLAY_NAME = 128  # of an API key
 
 
 def validate_selector(selector: str, field: str) -> None:

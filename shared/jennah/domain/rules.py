@@ -19,8 +19,18 @@ MAX_METADATA_VALUE_LENGTH = 1024
 METADATA_KEY_PATTERN = re.compile(r"^[A-Za-z0-9_.\-]{1,64}$")
 
 MAX_TEXT_LENGTH = 16_000
+MAX_LABEL_LENGTH = 256  # of a graph node
 MAX_IDENTIFIER_LENGTH = 128
 IDENTIFIER_PATTERN = re.compile(r"^[A-Za-z0-9_.:\-]{1,128}$")
+
+# memory:query bounds.
+MAX_TOP_K = 100
+MAX_GRAPH_LIMIT = 1000
+MAX_DEPTH = 3
+MAX_QUERY_TEXT_LENGTH = 4000
+MAX_FILTERS = 16
+MAX_FILTER_VALUES = 100  # values of one OPERATOR_IN filter
+NODE_FILTER_KEYS = ("NodeId", "Label", "NodeType")  # what graph.start filters on
 
 # One memory:commit writes at most this many chunks, nodes, edges and supersessions each.
 MAX_COMMIT_ITEMS = 500

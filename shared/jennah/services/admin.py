@@ -13,7 +13,6 @@ enterprise's user of the same name is neither seen nor touched.
 
 from __future__ import annotations
 
-import re
 import secrets
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -23,7 +22,12 @@ from pydantic import BaseModel, Field
 
 from jennah.domain import rules
 from jennah.domain.access import (
+    API_KEY_PRINCIPAL,
+    KEY_ID_PATTERN,
     MANAGEMENT_PERMISSIONS,
+    MAX_DISPLAY_NAME,
+    MAX_SELECTORS,
+    USER_PRINCIPAL,
     ApiKey,
     Caller,
     CallerKind,
@@ -59,13 +63,6 @@ from jennah.services.access import (
     user_token,
 )
 from jennah.services.paging import Key, Page, Paging, fill, page_request
-
-USER_PRINCIPAL = re.compile(r"^user:[A-Za-z0-9._%+@\-]{1,254}$")
-API_KEY_PRINCIPAL = re.compile(r"^api_key:([A-Za-z0-9\-]{1,64})$")
-KEY_ID_PATTERN = re.compile(r"^[A-Za-z0-9\-]{1,64}$")
-MAX_DISPLAY_NAME = 128
-MAX_SELECTORS = 64
-
 
 KeyState = Literal["ACTIVE", "REVOKED", "EXPIRED"]
 

@@ -15,13 +15,12 @@ from jennah.domain.models import (
     ScopeRecord,
     Supersession,
 )
-from jennah.domain.rules import MAX_COMMIT_ITEMS
+from jennah.domain.rules import MAX_COMMIT_ITEMS, MAX_LABEL_LENGTH
 from jennah.errors import InvalidArgument, NotFound
 from jennah.ports.embedder import Embedder
 from jennah.ports.store import MemoryStore
 from jennah.services.commands import ChunkInput, CommitCommand, EdgeInput, NodeInput
 
-MAX_LABEL_LENGTH = 256
 NAME_PATTERN = rules.METADATA_KEY_PATTERN  # node classes and relation names
 
 

@@ -16,18 +16,19 @@ from jennah.domain.models import (
     ScopeRef,
     ScoredRecord,
 )
+from jennah.domain.rules import (
+    MAX_DEPTH,
+    MAX_FILTER_VALUES,
+    MAX_FILTERS,
+    MAX_GRAPH_LIMIT,
+    MAX_QUERY_TEXT_LENGTH,
+    MAX_TOP_K,
+    NODE_FILTER_KEYS,
+)
 from jennah.errors import InvalidArgument
 from jennah.ports.embedder import Embedder
 from jennah.ports.store import MemoryStore
 from jennah.services.commands import GraphQuery, QueryCommand, SemanticQuery
-
-MAX_TOP_K = 100
-MAX_GRAPH_LIMIT = 1000
-MAX_DEPTH = 3
-MAX_QUERY_TEXT_LENGTH = 4000
-MAX_FILTERS = 16
-MAX_FILTER_VALUES = 100  # values of one OPERATOR_IN filter
-NODE_FILTER_KEYS = ("NodeId", "Label", "NodeType")
 
 
 class ReachedNode(BaseModel):
