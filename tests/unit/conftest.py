@@ -31,7 +31,6 @@ NOT_YET_ON_FAKES = frozenset(
         "test_api_form_steps",  # sqlite_api
         "test_api_jobs",  # sqlite_api
         "test_api_vocabulary",  # sqlite_api
-        "test_billing_service",  # SqliteUsageLedger fixture
         "test_bootstrap_adapters",  # bootstrap's builders (adapter wiring)
         "test_cli_enterprises",  # `jnh enterprises create` on a data directory
         "test_cli_form",  # a served SQLite container
@@ -39,8 +38,6 @@ NOT_YET_ON_FAKES = frozenset(
         "test_cli_usage",  # `jnh usage rollup` on a data directory
         "test_formation_log",  # sqlite_api
         "test_formation_operations",  # a SqliteStore/ledger/operation-store world
-        "test_vocabulary_formation",  # SqliteStore fixture
-        "test_vocabulary_service",  # SQLite vocabulary store fixture
     }
 )
 CALL_FAILED = pytest.StashKey[bool]()

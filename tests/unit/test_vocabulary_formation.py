@@ -5,14 +5,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from datetime import UTC, datetime
-from pathlib import Path
 
 import pytest
 
 from jennah.adapters.embedding.hashing import HashingEmbedder
 from jennah.adapters.models.rules import RulesModel
-from jennah.adapters.sqlite.store import SqliteStore
-from jennah.adapters.sqlite.vocabulary import SqliteVocabularyStore
 from jennah.domain.formation import Turn, TurnRole
 from jennah.domain.models import Direction, ScopeRecord, ScopeRef
 from jennah.domain.vocabulary import (
@@ -26,6 +23,7 @@ from jennah.domain.vocabulary import (
 from jennah.services.formation import FormationCommand, form
 from jennah.services.formation.candidates import node_id
 from jennah.services.vocabulary import resolve_for_formation
+from tests.unit.fakes import FakeStore, FakeVocabularyStore
 
 NOW = datetime(2030, 1, 1, 12, 0, tzinfo=UTC)
 SCOPE = ScopeRef(enterprise_id="acme", scope_id="bot.support")
@@ -45,15 +43,11 @@ DEFAULT = Vocabulary(
 
 
 @pytest.fixture
-def stores(tmp_path: Path) -> Iterator[tuple[SqliteStore, SqliteVocabularyStore]]:
-    store = SqliteStore(tmp_path / "memory.db")
-    vocabularies = SqliteVocabularyStore(tmp_path / "memory.db")
-    yield store, vocabularies
-    vocabularies.close()
-    store.close()
+def stores() -> Iterator[tuple[FakeStore, FakeVocabularyStore]]:
+    yield FakeStore(), FakeVocabularyStore()
 
 
-def formed_classes(store: SqliteStore, vocabulary: Vocabulary | None) -> dict[str, str | None]:
+def formed_classes(store: FakeStore, vocabulary: Vocabulary | None) -> dict[str, str | None]:
     """Form one conversation with the rules model; the class of each entity it wrote."""
     command = FormationCommand(
         scope=SCOPE,
@@ -67,7 +61,7 @@ def formed_classes(store: SqliteStore, vocabulary: Vocabulary | None) -> dict[st
 
 
 def test_a_formation_under_a_declared_vocabulary_classifies_entities(
-    stores: tuple[SqliteStore, SqliteVocabularyStore],
+    stores: tuple[FakeStore, FakeVocabularyStore],
 ) -> None:
     store, vocabularies = stores
     vocabularies.put(SCOPE.enterprise_id, None, validated(DEFAULT))
@@ -78,7 +72,7 @@ def test_a_formation_under_a_declared_vocabulary_classifies_entities(
 
 
 def test_a_scope_declaring_an_empty_vocabulary_classifies_nothing(
-    stores: tuple[SqliteStore, SqliteVocabularyStore],
+    stores: tuple[FakeStore, FakeVocabularyStore],
 ) -> None:
     store, vocabularies = stores
     vocabularies.put(SCOPE.enterprise_id, None, validated(DEFAULT))
