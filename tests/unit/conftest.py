@@ -31,8 +31,6 @@ NOT_YET_ON_FAKES = frozenset(
         "test_api_form_steps",  # sqlite_api
         "test_api_jobs",  # sqlite_api
         "test_api_vocabulary",  # sqlite_api
-        "test_bootstrap_adapters",  # bootstrap's builders (adapter wiring)
-        "test_cli_enterprises",  # `jnh enterprises create` on a data directory
         "test_cli_form",  # a served SQLite container
         "test_cli_operations",  # a served SQLite container
         "test_cli_usage",  # `jnh usage rollup` on a data directory

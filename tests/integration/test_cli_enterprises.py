@@ -1,4 +1,6 @@
-"""`jnh enterprises create`: an enterprise's first credential, straight in the stores."""
+"""`jnh enterprises create`: an enterprise's first credential, straight in the stores.
+
+Integration: a local-administration command on the SQLite stores of a data directory."""
 
 from __future__ import annotations
 
