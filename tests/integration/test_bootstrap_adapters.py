@@ -1,4 +1,6 @@
-"""Settings choose the adapters; Vertex AI needs a project."""
+"""Settings choose the adapters; Vertex AI needs a project.
+
+Integration: the composition root builds the real adapters (SQLite files, the local pool)."""
 
 from __future__ import annotations
 

@@ -95,4 +95,4 @@ def test_errors_and_the_time_bound_are_mapped(standin: VertexStandIn) -> None:
     started = time.monotonic()
     with pytest.raises(DeadlineExceeded, match=r"the embedding call exceeded its 0\.5 s bound"):
         embedder.embed("x")
-    assert time.monotonic() - started < 2.0
+    assert time.monotonic() - started < 4.0  # the 0.5 s bound, not the 5 s answer

@@ -472,14 +472,15 @@ class FakeIdentityStore:
 class FakeVocabularyStore:
     """VocabularyStore in memory: one declaration per (enterprise, scope id or None)."""
 
-    def __init__(self) -> None:
+    def __init__(self, clock: Callable[[], datetime] = lambda: datetime.now(UTC)) -> None:
         self.levels: dict[tuple[str, str | None], Declaration] = {}
+        self.clock = clock
 
     def get(self, enterprise_id: str, scope_id: str | None) -> Declaration | None:
         return self.levels.get((enterprise_id, scope_id))
 
     def put(self, enterprise_id: str, scope_id: str | None, vocabulary: Vocabulary) -> Declaration:
-        declaration = Declaration(vocabulary=vocabulary, update_time=datetime.now(UTC))
+        declaration = Declaration(vocabulary=vocabulary, update_time=self.clock())
         self.levels[(enterprise_id, scope_id)] = declaration
         return declaration
 

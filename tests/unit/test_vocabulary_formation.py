@@ -5,15 +5,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from datetime import UTC, datetime
-from pathlib import Path
 
 import pytest
 
 from jennah.adapters.embedding.hashing import HashingEmbedder
 from jennah.adapters.models.rules import RulesModel
-from jennah.adapters.models.scripted import ScriptedModel
-from jennah.adapters.sqlite.store import SqliteStore
-from jennah.adapters.sqlite.vocabulary import SqliteVocabularyStore
 from jennah.domain.formation import Turn, TurnRole
 from jennah.domain.models import Direction, ScopeRecord, ScopeRef
 from jennah.domain.vocabulary import (
@@ -28,6 +24,7 @@ from jennah.services.formation import FormationCommand
 from jennah.services.formation.candidates import node_id
 from jennah.services.vocabulary import resolve_for_formation
 from tests.support.formation import form
+from tests.unit.fakes import FakeStore, FakeVocabularyStore
 
 NOW = datetime(2030, 1, 1, 12, 0, tzinfo=UTC)
 SCOPE = ScopeRef(enterprise_id="acme", scope_id="bot.support")
@@ -47,15 +44,11 @@ DEFAULT = Vocabulary(
 
 
 @pytest.fixture
-def stores(tmp_path: Path) -> Iterator[tuple[SqliteStore, SqliteVocabularyStore]]:
-    store = SqliteStore(tmp_path / "memory.db")
-    vocabularies = SqliteVocabularyStore(tmp_path / "memory.db")
-    yield store, vocabularies
-    vocabularies.close()
-    store.close()
+def stores() -> Iterator[tuple[FakeStore, FakeVocabularyStore]]:
+    yield FakeStore(), FakeVocabularyStore()
 
 
-def formed_classes(store: SqliteStore, vocabulary: Vocabulary | None) -> dict[str, str | None]:
+def formed_classes(store: FakeStore, vocabulary: Vocabulary | None) -> dict[str, str | None]:
     """Form one conversation with the rules model; the class of each entity it wrote."""
     command = FormationCommand(
         scope=SCOPE,
@@ -69,7 +62,7 @@ def formed_classes(store: SqliteStore, vocabulary: Vocabulary | None) -> dict[st
 
 
 def test_a_formation_under_a_declared_vocabulary_classifies_entities(
-    stores: tuple[SqliteStore, SqliteVocabularyStore],
+    stores: tuple[FakeStore, FakeVocabularyStore],
 ) -> None:
     store, vocabularies = stores
     vocabularies.put(SCOPE.enterprise_id, None, validated(DEFAULT))
@@ -79,41 +72,8 @@ def test_a_formation_under_a_declared_vocabulary_classifies_entities(
     assert edge.relation == "WORKS_AT"
 
 
-def test_a_vocabulary_of_any_script_is_declared_and_classifies(
-    stores: tuple[SqliteStore, SqliteVocabularyStore],
-) -> None:
-    store, vocabularies = stores
-    japanese = Vocabulary(
-        entity_classes=(EntityClass(name="人物"), EntityClass(name="組織")),
-        relation_types=(RelationType(name="勤務先"),),
-    )
-    vocabularies.put(SCOPE.enterprise_id, None, validated(japanese))
-    resolved = resolve_for_formation(vocabularies, SCOPE)
-    assert resolved is not None
-    extracted = {
-        "kind": "CANDIDATE_KIND_RELATIONSHIP", "text": "ユーザーはアルファスに勤務している",
-        "turns": [0], "quote": "アルファスで働いています",
-        "subject": {"name": "ユーザー", "entity_class": "人物"}, "relation": "勤務先",
-        "object": {"name": "アルファス", "entity_class": "組織"},
-    }  # fmt: skip
-    command = FormationCommand(
-        scope=SCOPE,
-        registration=ScopeRecord(scope=SCOPE, kind="agent"),
-        turns=[Turn(role=TurnRole.USER, content="アルファスで働いています。")],
-        vocabulary=to_data(resolved),
-    )
-    model = ScriptedModel([{"candidates": [extracted]}])
-    form(command, store, HashingEmbedder(), model, lambda: NOW)
-    assert model.calls[0].data["vocabulary"] == to_data(japanese)
-    nodes = store.get_nodes(SCOPE, [node_id("ユーザー"), node_id("アルファス")])
-    classes = {node.label: node.node_type for node in nodes}
-    assert classes == {"ユーザー": "人物", "アルファス": "組織"}
-    (edge,) = store.edges_touching(SCOPE, [node_id("ユーザー")], [], Direction.OUTBOUND, None)
-    assert edge.relation == "勤務先"
-
-
 def test_a_scope_declaring_an_empty_vocabulary_classifies_nothing(
-    stores: tuple[SqliteStore, SqliteVocabularyStore],
+    stores: tuple[FakeStore, FakeVocabularyStore],
 ) -> None:
     store, vocabularies = stores
     vocabularies.put(SCOPE.enterprise_id, None, validated(DEFAULT))

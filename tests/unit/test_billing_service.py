@@ -6,13 +6,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from pathlib import Path
 
 import pytest
 
-from jennah.adapters.sqlite.identity import SqliteIdentityStore
-from jennah.adapters.sqlite.ledger import SqliteUsageLedger
-from jennah.adapters.sqlite.store import SqliteStore
 from jennah.domain.access import ApiKey, Caller, Role, RoleBinding, User
 from jennah.domain.billing import EnterpriseBilling, Plan, UsageRecord
 from jennah.errors import InvalidArgument, PermissionDenied, ResourceExhausted
@@ -24,6 +20,7 @@ from jennah.services.billing import (
     settle_formation,
 )
 from jennah.services.formation.model_calls import FormationUsage
+from tests.unit.fakes import FakeIdentityStore, FakeStore, FakeUsageLedger
 
 NOW = datetime(2026, 11, 17, 9, 30, tzinfo=UTC)
 ENTERPRISE = "acme"
@@ -35,14 +32,13 @@ ADMIN_KEY = Caller(enterprise_id=ENTERPRISE, principal="api_key:k1")
 
 @dataclass
 class World:
-    ledger: SqliteUsageLedger
+    ledger: FakeUsageLedger
     access: Access
 
 
 @pytest.fixture
-def world(tmp_path: Path) -> Iterator[World]:
-    path = tmp_path / "memory.db"
-    identity, store, ledger = SqliteIdentityStore(path), SqliteStore(path), SqliteUsageLedger(path)
+def world() -> Iterator[World]:
+    identity, store, ledger = FakeIdentityStore(), FakeStore(), FakeUsageLedger()
     create_enterprise(identity, ENTERPRISE, ROOT.principal, NOW)
     for caller, role in ((ADMIN, Role.ADMINISTRATOR), (MEMBER, Role.MEMBER)):
         identity.put_user(User(enterprise_id=ENTERPRISE, principal=caller.principal))
@@ -74,29 +70,25 @@ def world(tmp_path: Path) -> Iterator[World]:
         )
     )
     yield World(ledger, Access(identity, store, lambda: NOW))
-    ledger.close()
-    store.close()
-    identity.close()
 
 
-def spend(ledger: SqliteUsageLedger, units: int) -> None:
-    ledger.record_many(
-        [
-            UsageRecord(
-                enterprise_id=ENTERPRISE,
-                spent_in_scope="bot",
-                caller=ROOT.principal,
-                model="gemini",
-                region="us-central1",
-                input_tokens=1_000,
-                output_tokens=1_000,
-                units=1,
-                formation_id=f"past-{i}",
-                recorded_at=NOW.replace(day=2),
-            )
-            for i in range(units)
-        ]
-    )
+def spend(ledger: FakeUsageLedger, units: int) -> None:
+    for record in [
+        UsageRecord(
+            enterprise_id=ENTERPRISE,
+            spent_in_scope="bot",
+            caller=ROOT.principal,
+            model="gemini",
+            region="us-central1",
+            input_tokens=1_000,
+            output_tokens=1_000,
+            units=1,
+            formation_id=f"past-{i}",
+            recorded_at=NOW.replace(day=2),
+        )
+        for i in range(units)
+    ]:
+        ledger.settle(ENTERPRISE, record.formation_id, record)
 
 
 def reached(input_tokens: int, output_tokens: int, calls: int = 1) -> FormationUsage:

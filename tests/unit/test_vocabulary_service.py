@@ -6,13 +6,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from pathlib import Path
 
 import pytest
 
-from jennah.adapters.sqlite.identity import SqliteIdentityStore
-from jennah.adapters.sqlite.store import SqliteStore
-from jennah.adapters.sqlite.vocabulary import SqliteVocabularyStore
 from jennah.domain.access import Caller, Role, RoleBinding, User
 from jennah.domain.models import CommitPlan, ScopeRecord, ScopeRef
 from jennah.domain.vocabulary import EntityClass, RelationType, Signature, Vocabulary
@@ -20,6 +16,7 @@ from jennah.errors import InvalidArgument, JennahError, NotFound, PermissionDeni
 from jennah.services import vocabulary as service
 from jennah.services.access import Access, create_enterprise
 from jennah.services.vocabulary import VocabularyView
+from tests.unit.fakes import FakeIdentityStore, FakeStore, FakeVocabularyStore
 
 NOW = datetime(2030, 1, 1, 12, 0, tzinfo=UTC)
 ENTERPRISE = "acme"
@@ -39,9 +36,9 @@ EMPTY = Vocabulary()
 @dataclass
 class World:
     access: Access
-    identity: SqliteIdentityStore
-    store: SqliteStore
-    vocabularies: SqliteVocabularyStore
+    identity: FakeIdentityStore
+    store: FakeStore
+    vocabularies: FakeVocabularyStore
 
     def caller(self, principal: str, role: Role, **selectors: list[str]) -> Caller:
         """A caller of ENTERPRISE bound to `role` with the given reach."""
@@ -71,16 +68,11 @@ class World:
 
 
 @pytest.fixture
-def world(tmp_path: Path) -> Iterator[World]:
-    path = tmp_path / "memory.db"
-    identity = SqliteIdentityStore(path)
-    store = SqliteStore(path)
-    vocabularies = SqliteVocabularyStore(path, clock=lambda: NOW)
+def world() -> Iterator[World]:
+    identity, store = FakeIdentityStore(), FakeStore()
+    vocabularies = FakeVocabularyStore(clock=lambda: NOW)
     create_enterprise(identity, ENTERPRISE, ROOT.principal, NOW)
     yield World(Access(identity, store, lambda: NOW), identity, store, vocabularies)
-    vocabularies.close()
-    store.close()
-    identity.close()
 
 
 def failure(call: object, *args: object) -> JennahError:
