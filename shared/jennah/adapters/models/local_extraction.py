@@ -1,0 +1,359 @@
+"""The `local` model's extraction: its own small-model prompt, and the answer mapped back.
+
+The formation's extract prompt is read for its data block only (turns, roles,
+clock, structures). The 1.5B model gets a short prompt with worked examples and
+writes, per fact, only the turn it comes from and a third-person sentence
+(`{"facts": [{"turn": 2, "text": "The user ..."}]}`, grammar-constrained); code
+does the rest, deterministically:
+
+- tool calls and results are not shown to the model (tool output counts only where
+  the assistant passed it on, and then the assistant's turn says it); tables and code
+  blocks are shown as a placeholder and kept by code (below);
+- relative dates, copied as said, are written as absolute ones from the clock
+  (`local_dates.resolve`);
+- the cited turn is checked against the words of the fact: the user or assistant
+  turn sharing most of them is cited (the model's own turn on a tie), a fact sharing
+  none with any is dropped; the quote is the cited turn's sentence sharing most;
+- a fact from an assistant turn says so ("The assistant said that ...") when the
+  model did not; chit-chat (thanks, greetings, offers of help) and repeats are
+  dropped; a fact written as an instruction to the assistant is a directive,
+  any other a fact (a small model's finer labels are not stable enough to keep:
+  reconciliation refuses to revise across memory types);
+- a table or code block of a user or assistant turn is kept verbatim in a fact of
+  its own under its lead-in line, unless it is a traceback or a log.
+Long conversations are split into windows of whole turns, one generation each.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from jennah.adapters.models.local_dates import resolve
+from jennah.domain.formation import CandidateKind, ExtractedCandidate, Structure, StructureKind
+
+USER = "user"
+ASSISTANT = "assistant"
+SPEAKERS = (USER, ASSISTANT)
+MAX_FACTS = 12  # per window
+MAX_FACT_CHARS = 240
+TURN_CHARS = 1500  # of one turn shown to the model
+WINDOW_CHARS = 4000  # of turns shown in one generation
+TOKENS_PER_FACT = 70  # an upper bound: turn, text of MAX_FACT_CHARS, JSON
+
+SYSTEM = "\n".join(
+    [
+        "You extract memories from a conversation between a user and an AI assistant.",
+        "A memory is something worth knowing in a later conversation: who the user is "
+        "(name, job, where they live), health and allergies, family, friends and pets, "
+        "plans, appointments and events, likes and dislikes, money and home, and standing "
+        "instructions for the assistant. What the assistant recommended, answered or made "
+        "for the user counts too.",
+        "Rules:",
+        "1. One memory per item: split a sentence that says several things.",
+        '2. Write "text" in the third person: "The user ...", "The user\'s daughter ...". '
+        'An instruction for the assistant is written "The assistant must ...". Something '
+        'the assistant said is written "The assistant recommended ..." or "The assistant '
+        'said ...".',
+        '3. Copy time words exactly as said ("tomorrow", "next Tuesday", "this '
+        'Saturday"); never compute dates.',
+        '4. "turn" is the number of the turn that says it.',
+        "5. Skip greetings, thanks, small talk, questions, offers of help, and what the "
+        "assistant only repeats from the user.",
+        '6. If there is nothing to remember, answer {"facts": []}.',
+    ]
+)
+
+
+def schema(turns: int) -> dict[str, Any]:
+    """The answer the model is constrained to (property order is generation order)."""
+    return {
+        "type": "object",
+        "properties": {
+            "facts": {
+                "type": "array",
+                "maxItems": MAX_FACTS,
+                "items": {
+                    "type": "object",
+                    "properties": {
+                        "turn": {"type": "integer", "minimum": 1, "maximum": max(1, turns)},
+                        "text": {"type": "string", "maxLength": MAX_FACT_CHARS},
+                    },
+                    "required": ["turn", "text"],
+                    "additionalProperties": False,
+                },
+            }
+        },
+        "required": ["facts"],
+        "additionalProperties": False,
+    }
+
+
+_SHOTS: tuple[tuple[list[tuple[str, str]], str], ...] = (
+    (
+        [
+            (USER, "Hey, I'm Tom. I teach maths at a school in Bristol and I can't have peanuts."),
+            (USER, "My son Leo plays football on Saturday mornings from next week. "
+                   "Never call me before 9am."),
+            (ASSISTANT, "Good luck to Leo! The Harbourside Bakery opens at 7am if you need "
+                        "breakfast before the match."),
+            (USER, "Cool, cheers."),
+        ],
+        '{"facts": ['
+        '{"turn": 1, "text": "The user\'s name is Tom."}, '
+        '{"turn": 1, "text": "The user teaches maths at a school in Bristol."}, '
+        '{"turn": 1, "text": "The user cannot have peanuts."}, '
+        '{"turn": 2, "text": "The user has a son called Leo."}, '
+        '{"turn": 2, "text": "The user\'s son Leo plays football on Saturday mornings from '
+        'next week."}, '
+        '{"turn": 2, "text": "The assistant must never call the user before 9am."}, '
+        '{"turn": 3, "text": "The assistant recommended the Harbourside Bakery, which opens at '
+        '7am, for breakfast before Leo\'s match."}]}',
+    ),
+    (
+        [
+            (USER, "morning! what's the weather like in York today?"),
+            ("tool", ""),
+            (ASSISTANT, "Sunny and 12°C in York today."),
+            (USER, "nice, ta. I've stopped drinking coffee by the way, only decaf tea for me now."),
+        ],
+        '{"facts": [{"turn": 4, "text": "The user no longer drinks coffee and only drinks '
+        'decaf tea."}]}',
+    ),
+    (
+        [
+            (USER, "hello there"),
+            (ASSISTANT, "Hi! What can I do for you today?"),
+            (USER, "just saying hi :)"),
+        ],
+        '{"facts": []}',
+    ),
+)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Turn:
+    """A turn of the data block: its index (0-based) in the conversation, role, content."""
+
+    index: int
+    role: str
+    content: str
+
+    @property
+    def spoken(self) -> bool:
+        return self.role in SPEAKERS and bool(self.content.strip())
+
+
+def turns_of(data: dict[str, Any]) -> list[Turn]:
+    return [
+        Turn(int(t["index"]), str(t.get("role", "")), str(t.get("content", "")))
+        for t in data.get("turns", [])
+    ]
+
+
+def structures_of(data: dict[str, Any]) -> dict[int, list[Structure]]:
+    found: dict[int, list[Structure]] = {}
+    for item in data.get("structures", []):
+        structure = Structure(kind=StructureKind(item["kind"]), text=str(item["text"]))
+        found.setdefault(int(item["turnIndex"]), []).append(structure)
+    return found
+
+
+def shots() -> tuple[tuple[str, str], ...]:
+    """The worked examples, as (user message, assistant answer) pairs."""
+    return tuple(
+        (render([Turn(i, role, text) for i, (role, text) in enumerate(turns)], {}), answer)
+        for turns, answer in _SHOTS
+    )
+
+
+def render(turns: Sequence[Turn], structures: dict[int, list[Structure]]) -> str:
+    """The turns as the model reads them: `[n] role: content`, n counted from 1."""
+    return "\n".join(f"[{t.index + 1}] {_role(t)}: {_shown(t, structures)}" for t in turns)
+
+
+def _role(turn: Turn) -> str:
+    return turn.role if turn.role in SPEAKERS else "tool"
+
+
+def _shown(turn: Turn, structures: dict[int, list[Structure]]) -> str:
+    if turn.role not in SPEAKERS:
+        return "(tool output, not shown)"
+    content = turn.content
+    for structure in structures.get(turn.index, []):
+        content = content.replace(structure.text, f"[{structure.kind.value}]")
+    content = " ".join(content.split())
+    return content if len(content) <= TURN_CHARS else content[:TURN_CHARS] + " ..."
+
+
+def windows(turns: Sequence[Turn], structures: dict[int, list[Structure]]) -> list[list[Turn]]:
+    """Consecutive runs of whole turns, each rendering to at most WINDOW_CHARS."""
+    found: list[list[Turn]] = []
+    size = 0
+    for turn in turns:
+        length = len(render([turn], structures)) + 1
+        if found and size + length <= WINDOW_CHARS:
+            found[-1].append(turn)
+            size += length
+        else:
+            found.append([turn])
+            size = length
+    return found
+
+
+# The answer, mapped back.
+
+_WORD = re.compile(r"[0-9a-z]+(?:'[a-z]+)?")
+_STOPWORDS = frozenset({
+    "a", "an", "the", "and", "or", "but", "of", "to", "in", "on", "at", "for", "from", "with",
+    "by", "as", "is", "are", "was", "were", "be", "been", "being", "it", "its", "this", "that",
+    "these", "those", "there", "their", "they", "them", "he", "she", "his", "her", "him", "we",
+    "our", "you", "your", "i", "me", "my", "mine", "user", "users", "user's", "assistant",
+    "assistant's", "has", "have", "had", "do", "does", "did", "not", "no", "will", "would", "can",
+    "could", "should", "must", "may", "might", "about", "into", "than", "then", "so", "very",
+    "also", "just", "now", "who", "what", "when", "where", "which", "how", "said", "says",
+    "recommended", "recommends", "suggested", "called", "named",
+})  # fmt: skip
+_CHITCHAT = re.compile(
+    r"\b(thank(?:s|ed|ing)?|greet(?:s|ed|ing)?|said (?:hello|hi|goodbye|good night)|"
+    r"how (?:are|is) (?:you|the user)|offer(?:s|ed)? (?:to help|help|further)|"
+    r"(?:happy|glad) to help|wish(?:es|ed)? the user|good luck|congratulat\w*|"
+    r"(?:asked|asks) (?:the assistant|what|how|whether|if|for help))\b",
+    re.IGNORECASE,
+)
+_DIRECTIVE = re.compile(
+    r"^(?:the assistant (?:must|should|needs? to|has to|is to|shall|will always|will never)|"
+    r"always|never|do not|don't)\b",
+    re.IGNORECASE,
+)
+_SENTENCE = re.compile(r"[^.!?\n]+[.!?]*")
+_TRACE = re.compile(
+    r"traceback \(most recent call last\)|^\s*(?:error|exception|warning)\b"
+    r"|\w+(?:error|exception):",
+    re.IGNORECASE | re.MULTILINE,
+)
+
+
+def _stems(text: str) -> set[str]:
+    """Content words, cut to 5 letters so "allergic" meets "allergy"."""
+    return {w[:5] for w in _WORD.findall(text.lower()) if len(w) > 2 and w not in _STOPWORDS}
+
+
+def candidates(
+    facts: Iterable[dict[str, Any]],
+    turns: Sequence[Turn],
+    structures: dict[int, list[Structure]],
+    clock: datetime,
+) -> list[ExtractedCandidate]:
+    """The model's facts as extraction candidates, then the kept structures."""
+    found: list[ExtractedCandidate] = []
+    seen: list[set[str]] = []
+    for fact in facts:
+        candidate = _candidate(fact, turns, clock)
+        if candidate is None:
+            continue
+        stems = _stems(candidate.text)
+        if any(_same(stems, other) for other in seen):
+            continue
+        seen.append(stems)
+        found.append(candidate)
+    return found + structure_candidates(turns, structures)
+
+
+def _same(a: set[str], b: set[str]) -> bool:
+    return bool(a) and len(a & b) / len(a | b) >= 0.8
+
+
+def _candidate(
+    fact: dict[str, Any], turns: Sequence[Turn], clock: datetime
+) -> ExtractedCandidate | None:
+    text = _sentence(str(fact.get("text", "")))
+    if not text or text.endswith("?") or _CHITCHAT.search(text):
+        return None
+    stems = _stems(text)
+    turn = _cited(stems, int(fact.get("turn", 0)) - 1, turns)
+    if turn is None:
+        return None
+    if turn.role == ASSISTANT and "assistant" not in text.lower():
+        text = f"The assistant said that {text[0].lower()}{text[1:]}"
+    return ExtractedCandidate(
+        kind=CandidateKind.FACT,
+        text=resolve(text, clock),
+        memory_type="directive" if _DIRECTIVE.search(text) else "fact",
+        turns=[turn.index],
+        quote=_quote(stems, turn.content),
+    )
+
+
+def _sentence(text: str) -> str:
+    text = " ".join(text.split()).strip()
+    if not text:
+        return ""
+    text = text[0].upper() + text[1:]
+    return text if text[-1] in ".!?" else f"{text}."
+
+
+def _cited(stems: set[str], named: int, turns: Sequence[Turn]) -> Turn | None:
+    """The spoken turn sharing most words with the fact (the named one on a tie); None
+    when the fact shares no word with any spoken turn (nothing said supports it)."""
+    spoken = [t for t in turns if t.spoken]
+    scores = {t.index: len(stems & _stems(t.content)) for t in spoken}
+    best = max(scores.values(), default=0)
+    if best == 0:
+        return None
+    if scores.get(named) == best:
+        return next(t for t in spoken if t.index == named)
+    return next(t for t in spoken if scores[t.index] == best)
+
+
+def _quote(stems: set[str], content: str) -> str:
+    """The sentence of `content` sharing most words with the fact, verbatim."""
+    sentences = [s.strip() for s in _SENTENCE.findall(content) if s.strip()]
+    if not sentences:
+        return content.strip()
+    best: str = max(sentences, key=lambda s: len(stems & _stems(s)))
+    return best
+
+
+# Structures.
+
+
+def structure_candidates(
+    turns: Sequence[Turn], structures: dict[int, list[Structure]]
+) -> list[ExtractedCandidate]:
+    """A fact per table or code block of a user or assistant turn (not a trace or a log):
+    its lead-in line, then the structure verbatim."""
+    found: list[ExtractedCandidate] = []
+    for turn in turns:
+        if turn.role not in SPEAKERS:
+            continue
+        for structure in structures.get(turn.index, []):
+            if not structure.text.strip() or structure.text not in turn.content:
+                continue
+            if structure.kind is StructureKind.CODE and _TRACE.search(structure.text):
+                continue
+            found.append(_structure_fact(turn, structure))
+    return found
+
+
+def _structure_fact(turn: Turn, structure: Structure) -> ExtractedCandidate:
+    who = "The user" if turn.role == USER else "The assistant"
+    lead_in = _lead_in(turn.content, structure.text)
+    heading = f"{who} shared this {structure.kind.value}" + (f": {lead_in}" if lead_in else ":")
+    return ExtractedCandidate(
+        kind=CandidateKind.FACT,
+        text=f"{heading}\n\n{structure.text}",
+        memory_type="fact",
+        turns=[turn.index],
+        quote=structure.text,
+    )
+
+
+def _lead_in(content: str, text: str) -> str:
+    """The last non-blank line before the structure, unless it is structure itself."""
+    before = content[: content.index(text)].rstrip().split("\n")
+    line = before[-1].strip() if before else ""
+    return "" if line.startswith(("|", "```", "~~~")) else line
