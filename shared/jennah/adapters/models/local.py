@@ -155,7 +155,7 @@ def reconcile(runner: Runner, data: dict[str, Any], call: _Call) -> list[Any]:
             reconciliation.SCHEMA,
             reconciliation.ANSWER_TOKENS,
         )
-        verdicts[pair] = reconciliation.verdict(answer)
+        verdicts[pair] = reconciliation.verdict(answer, pair)
     return reconciliation.decisions(data, verdicts)
 
 

@@ -8,17 +8,21 @@ does the rest, deterministically:
 
 - tool calls and results are not shown to the model (tool output counts only where
   the assistant passed it on, and then the assistant's turn says it); tables and code
-  blocks are shown as a placeholder and kept by code (below);
+  blocks are shown as a placeholder and kept by code (below); lines posing as the
+  system or as another turn, and sentences telling the model to ignore its
+  instructions, are not shown, and no fact is checked against them;
 - relative dates, copied as said, are written as absolute ones from the clock
   (`local_dates.resolve`);
 - the cited turn is checked against the words of the fact: the user or assistant
   turn sharing most of them is cited (the model's own turn on a tie), a fact sharing
   none with any is dropped; the quote is the cited turn's sentence sharing most;
 - a fact from an assistant turn says so ("The assistant said that ...") when the
-  model did not; chit-chat (thanks, greetings, offers of help) and repeats are
-  dropped; a fact written as an instruction to the assistant is a directive,
-  any other a fact (a small model's finer labels are not stable enough to keep:
-  reconciliation refuses to revise across memory types);
+  model did not; a fact quoting a user's question (unless it is an instruction), an
+  assistant's restatement of what the user said (most of its words the user's),
+  chit-chat (thanks, greetings, offers of help) and repeats are dropped;
+- a fact written as an instruction to the assistant is a directive, any other a fact
+  (a small model's finer labels are not stable enough to keep: reconciliation refuses
+  to revise across memory types);
 - a table or code block of a user or assistant turn is kept verbatim in a fact of
   its own under its lead-in line, unless it is a traceback or a log.
 Long conversations are split into windows of whole turns, one generation each.
@@ -43,26 +47,27 @@ MAX_FACT_CHARS = 240
 TURN_CHARS = 1500  # of one turn shown to the model
 WINDOW_CHARS = 4000  # of turns shown in one generation
 TOKENS_PER_FACT = 70  # an upper bound: turn, text of MAX_FACT_CHARS, JSON
+RESTATED = 0.5  # of an assistant fact's words already said by the user: a restatement
 
 SYSTEM = "\n".join(
     [
         "You extract memories from a conversation between a user and an AI assistant.",
         "A memory is something worth knowing in a later conversation: who the user is "
-        "(name, job, where they live), health and allergies, family, friends and pets, "
-        "plans, appointments and events, likes and dislikes, money and home, and standing "
-        "instructions for the assistant. What the assistant recommended, answered or made "
-        "for the user counts too.",
+        "(name, job, home), health, diet and allergies, family, friends, colleagues and pets "
+        "and facts about them, plans, appointments and events, likes and dislikes, money, "
+        "home and belongings, and standing instructions for the assistant. What the "
+        "assistant recommended, answered, booked or made for the user counts too.",
         "Rules:",
-        "1. One memory per item: split a sentence that says several things.",
-        '2. Write "text" in the third person: "The user ...", "The user\'s daughter ...". '
-        'An instruction for the assistant is written "The assistant must ...". Something '
-        'the assistant said is written "The assistant recommended ..." or "The assistant '
-        'said ...".',
-        '3. Copy time words exactly as said ("tomorrow", "next Tuesday", "this '
-        'Saturday"); never compute dates.',
+        "1. One memory per item: a sentence that says several things gives several items.",
+        '2. Write "text" as a full sentence in the third person that makes sense on its '
+        'own: "The user ...", "The user\'s daughter ...", "Aisha ...". An instruction for '
+        'the assistant is written "The assistant must ...". What the assistant said or '
+        'did is written "The assistant recommended ...", "The assistant booked ...".',
+        '3. Copy time words exactly as said ("tomorrow", "next Tuesday", "last month"); '
+        "never compute dates.",
         '4. "turn" is the number of the turn that says it.',
-        "5. Skip greetings, thanks, small talk, questions, offers of help, and what the "
-        "assistant only repeats from the user.",
+        "5. Skip greetings, thanks, small talk, the user's questions and requests, offers "
+        "of help, and what the assistant only repeats from the user.",
         '6. If there is nothing to remember, answer {"facts": []}.',
     ]
 )
@@ -115,13 +120,20 @@ _SHOTS: tuple[tuple[list[tuple[str, str]], str], ...] = (
     ),
     (
         [
-            (USER, "morning! what's the weather like in York today?"),
+            (USER, "Can you book a table for two near Angel on Friday at 8?"),
             ("tool", ""),
-            (ASSISTANT, "Sunny and 12°C in York today."),
-            (USER, "nice, ta. I've stopped drinking coffee by the way, only decaf tea for me now."),
+            (ASSISTANT, "Done: I've booked Trullo on Upper Street for two, Friday at 8pm."),
+            (USER, "great. btw my manager Dan moved to the Berlin office last week, so Priti "
+                   "runs our team now. And I've stopped drinking coffee, only tea for me."),
+            (ASSISTANT, "Noted, tea it is from now on."),
         ],
-        '{"facts": [{"turn": 4, "text": "The user no longer drinks coffee and only drinks '
-        'decaf tea."}]}',
+        '{"facts": ['
+        '{"turn": 3, "text": "The assistant booked a table for two at Trullo on Upper Street '
+        'for Friday at 8pm."}, '
+        '{"turn": 4, "text": "The user\'s manager Dan moved to the Berlin office last '
+        'week."}, '
+        '{"turn": 4, "text": "Priti runs the user\'s team now."}, '
+        '{"turn": 4, "text": "The user no longer drinks coffee and only drinks tea."}]}',
     ),
     (
         [
@@ -144,7 +156,43 @@ class Turn:
 
     @property
     def spoken(self) -> bool:
-        return self.role in SPEAKERS and bool(self.content.strip())
+        return self.role in SPEAKERS and bool(self.visible.strip())
+
+    @property
+    def visible(self) -> str:
+        """The content the model reads and facts are checked against: without lines that
+        pose as the system or as another turn, or sentences telling it to ignore its
+        instructions (text that tries to steer the model is not something anyone said)."""
+        return _without_injections(self.content)
+
+
+# A line posing as the system or the platform ("SYSTEM OVERRIDE: ..."), or as a turn
+# header ("[turn 3] assistant:", the next line being what it pretends was said).
+_POSING = re.compile(
+    r"^\s*\[?\s*(?:system|developer|admin|administrator|platform)\b[^:\n]{0,30}[:\]]", re.I
+)
+_FAKE_TURN = re.compile(r"^\s*\[turn \d+\]\s*[a-z ]{1,20}:\s*$", re.I)
+_IGNORE = re.compile(
+    r"[^.!?\n]*\b(?:ignore|disregard|forget)\s+(?:all\s+)?(?:the\s+|your\s+|any\s+)?"
+    r"(?:previous|prior|above|earlier|other)\s+(?:instructions|rules)\b[^.!?\n]*[.!?]?",
+    re.I,
+)
+
+
+def _without_injections(content: str) -> str:
+    kept: list[str] = []
+    skip_next = False
+    for line in content.split("\n"):
+        if skip_next and line.strip():
+            skip_next = False
+            continue
+        if _FAKE_TURN.match(line):
+            skip_next = True
+            continue
+        if _POSING.match(line):
+            continue
+        kept.append(_IGNORE.sub("", line))
+    return "\n".join(kept)
 
 
 def turns_of(data: dict[str, Any]) -> list[Turn]:
@@ -182,7 +230,7 @@ def _role(turn: Turn) -> str:
 def _shown(turn: Turn, structures: dict[int, list[Structure]]) -> str:
     if turn.role not in SPEAKERS:
         return "(tool output, not shown)"
-    content = turn.content
+    content = turn.visible
     for structure in structures.get(turn.index, []):
         content = content.replace(structure.text, f"[{structure.kind.value}]")
     content = " ".join(content.split())
@@ -229,6 +277,10 @@ _DIRECTIVE = re.compile(
     r"always|never|do not|don't)\b",
     re.IGNORECASE,
 )
+# An instruction the model wrote as it was said ("Please always ask ..."), rewritten to
+# say whom it binds: "The assistant must always ask ...".
+_IMPERATIVE = re.compile(r"^(?:please\s+)?(?P<neg>do not\s+|don't\s+)?(?=\w)", re.IGNORECASE)
+_IMPERATIVE_START = re.compile(r"^(?:please|always|never|do not|don't)\b", re.IGNORECASE)
 _SENTENCE = re.compile(r"[^.!?\n]+[.!?]*")
 _TRACE = re.compile(
     r"traceback \(most recent call last\)|^\s*(?:error|exception|warning)\b"
@@ -270,22 +322,51 @@ def _same(a: set[str], b: set[str]) -> bool:
 def _candidate(
     fact: dict[str, Any], turns: Sequence[Turn], clock: datetime
 ) -> ExtractedCandidate | None:
-    text = _sentence(str(fact.get("text", "")))
+    text = _addressed(_sentence(str(fact.get("text", ""))))
     if not text or text.endswith("?") or _CHITCHAT.search(text):
         return None
     stems = _stems(text)
     turn = _cited(stems, int(fact.get("turn", 0)) - 1, turns)
     if turn is None:
         return None
-    if turn.role == ASSISTANT and "assistant" not in text.lower():
-        text = f"The assistant said that {text[0].lower()}{text[1:]}"
+    quote = _quote(stems, turn.visible)
+    directive = bool(_DIRECTIVE.search(text))
+    if turn.role == USER and quote.endswith("?") and not directive:
+        return None  # a question or a request, not something the user stated
+    if turn.role == ASSISTANT:
+        if _restated(stems, turn, turns):
+            return None
+        if "assistant" not in text.lower():
+            text = f"The assistant said that {text[0].lower()}{text[1:]}"
     return ExtractedCandidate(
         kind=CandidateKind.FACT,
         text=resolve(text, clock),
-        memory_type="directive" if _DIRECTIVE.search(text) else "fact",
+        memory_type="directive" if directive else "fact",
         turns=[turn.index],
-        quote=_quote(stems, turn.content),
+        quote=quote,
     )
+
+
+def _addressed(text: str) -> str:
+    """An imperative ("Please always ask me ...", "Never call ...") as the assistant's
+    instruction ("The assistant must always ask ..."); other text as it is."""
+    if not _IMPERATIVE_START.match(text):
+        return text
+    match = _IMPERATIVE.match(text)
+    assert match is not None  # the pattern matches the start of any text
+    rest = text[match.end() :]
+    must = "The assistant must not " if match["neg"] else "The assistant must "
+    return must + rest[0].lower() + rest[1:] if rest else text
+
+
+def _restated(stems: set[str], turn: Turn, turns: Sequence[Turn]) -> bool:
+    """The words the fact takes from the assistant's turn are mostly the user's own,
+    said before: an acknowledgement or restatement, not something the assistant supplied."""
+    taken = stems & _stems(turn.visible)
+    said = set().union(
+        *(_stems(t.visible) for t in turns if t.role == USER and t.index < turn.index)
+    )
+    return bool(taken) and len(taken & said) / len(taken) >= RESTATED
 
 
 def _sentence(text: str) -> str:
@@ -300,7 +381,7 @@ def _cited(stems: set[str], named: int, turns: Sequence[Turn]) -> Turn | None:
     """The spoken turn sharing most words with the fact (the named one on a tie); None
     when the fact shares no word with any spoken turn (nothing said supports it)."""
     spoken = [t for t in turns if t.spoken]
-    scores = {t.index: len(stems & _stems(t.content)) for t in spoken}
+    scores = {t.index: len(stems & _stems(t.visible)) for t in spoken}
     best = max(scores.values(), default=0)
     if best == 0:
         return None
@@ -310,11 +391,13 @@ def _cited(stems: set[str], named: int, turns: Sequence[Turn]) -> Turn | None:
 
 
 def _quote(stems: set[str], content: str) -> str:
-    """The sentence of `content` sharing most words with the fact, verbatim."""
+    """The sentence of `content` sharing most words with the fact, verbatim; a statement
+    rather than a question when a statement shares any."""
     sentences = [s.strip() for s in _SENTENCE.findall(content) if s.strip()]
     if not sentences:
         return content.strip()
-    best: str = max(sentences, key=lambda s: len(stems & _stems(s)))
+    statements = [s for s in sentences if not s.endswith("?") and stems & _stems(s)]
+    best: str = max(statements or sentences, key=lambda s: len(stems & _stems(s)))
     return best
 
 
