@@ -71,6 +71,7 @@ class FakeRunner:
         schema: dict[str, Any],
         max_tokens: int,
         should_stop: Callable[[], bool],
+        finish: Any = None,
     ) -> Generation:
         call = Call(system, tuple(shots), user, schema, max_tokens)
         self.calls.append(call)
@@ -122,7 +123,7 @@ def test_it_is_the_local_model() -> None:
 
 
 def test_the_small_model_gets_its_own_prompt_with_the_turns_numbered_from_one() -> None:
-    _, runner = extract(PRIYA, facts())
+    _, runner = extract(PRIYA, facts((1, "The user's name is Priya.")))
     (call,) = runner.calls
     assert call.system == local_extraction.SYSTEM
     assert EXTRACT_INSTRUCTIONS not in call.user and "jennah-data" not in call.user
@@ -148,7 +149,7 @@ def test_tool_output_is_not_shown_and_structures_are_placeholders() -> None:
 
 def test_a_long_conversation_is_read_in_windows_of_whole_turns() -> None:
     turns = [("user", f"Fact number {i}: " + "words " * 200) for i in range(12)]
-    _, runner = extract(turns, facts())
+    _, runner = extract(turns, facts((1, "Fact number 0.")))
     assert len(runner.calls) > 1
     shown = [line for call in runner.calls for line in call.user.splitlines()]
     assert [line.split("]")[0] for line in shown] == [f"[{i + 1}" for i in range(12)]
@@ -404,6 +405,7 @@ def test_the_time_bound_stops_generation_and_names_the_bound_with_the_usage_so_f
         schema: Any,
         max_tokens: int,
         should_stop: Callable[[], bool],
+        finish: Any = None,
     ) -> Generation:
         for generated in range(1000):
             if should_stop():
@@ -657,3 +659,96 @@ def test_a_fact_merged_from_a_question_and_a_statement_quotes_the_statement() ->
     text = "The user wants cheap flights to Lisbon from London and prefers the aisle."
     candidates, _ = extract(turns, facts((1, text)))
     assert [(c.text, c.quote) for c in candidates] == [(text, "I prefer the aisle.")]
+
+
+def test_a_repeating_answer_is_ended_before_its_first_repeat() -> None:
+    looping = (
+        '{"facts": [{"turn": 1, "text": "A."}, {"turn":2,"text":"B \\"b\\"."}, '
+        '{"turn": 3, "text": "a."}'
+    )
+    assert local_extraction.without_repeats(looping) == (
+        '{"facts": [{"turn": 1, "text": "A."}, {"turn":2,"text":"B \\"b\\"."}]}'
+    )
+    assert local_extraction.without_repeats('{"facts": [{"turn": 1, "text": "A."}') is None
+
+
+def test_extraction_hands_the_runner_its_way_out_of_loops() -> None:
+    seen: list[Any] = []
+
+    class Recording(FakeRunner):
+        def generate(self, *args: Any, **kwargs: Any) -> Generation:
+            seen.append(args[6] if len(args) > 6 else kwargs.get("finish"))
+            return super().generate(*args[:6])
+
+    runner = Recording(lambda call: facts((1, "The user's name is Priya.")))
+    model(runner).generate(extract_prompt(PRIYA), EXTRACTION_SCHEMA, 8192, 60.0)
+    assert seen == [local_extraction.without_repeats]
+
+
+def test_restatements_of_the_conversation_are_dropped_but_not_instructions() -> None:
+    turns = [
+        ("user", "Aisha leads the payments team now. Never email me on Sundays."),
+        ("assistant", "Saved. I'll keep the payments team in mind."),
+    ]
+    answer = facts(
+        (1, "The user mentioned Aisha leading the payments team."),
+        (1, "Aisha leads the payments team now."),
+        (1, "The assistant will never email the user on Sundays."),
+        (2, "The assistant saved the payments team."),
+        (2, "The assistant will keep the payments team in mind."),
+    )
+    candidates, _ = extract(turns, answer)
+    assert [c.text for c in candidates] == [
+        "Aisha leads the payments team now.",
+        "The assistant will never email the user on Sundays.",
+    ]
+
+
+def test_the_assistants_own_figure_is_not_a_restatement() -> None:
+    turns = [
+        ("user", "What would the monthly repayment be on a mortgage of 220,000?"),
+        ("assistant", "About 1,223 a month on a repayment mortgage."),
+    ]
+    candidates, _ = extract(turns, facts((2, "The monthly repayment would be about 1,223.")))
+    assert [c.text for c in candidates] == [
+        "The assistant said that the monthly repayment would be about 1,223."
+    ]
+
+
+def test_a_fact_only_saying_a_kept_table_was_shared_is_left_to_the_tables_fact() -> None:
+    table = "| item | amount |\n|---|---|\n| rent | 1,150 |"
+    turns = [("user", f"This is our monthly budget for 2026, keep it:\n\n{table}")]
+    answer = facts(
+        (1, "The user's monthly budget for 2026 is shown in the table."),
+        (1, "The user's rent is 1,150 a month."),
+    )
+    candidates, _ = extract(turns, answer)
+    assert [c.text.split("\n")[0] for c in candidates] == [
+        "The user's rent is 1,150 a month.",
+        "The user shared this table: This is our monthly budget for 2026, keep it:",
+    ]
+
+
+def test_an_empty_answer_to_a_substantive_conversation_is_asked_again_for_one_fact() -> None:
+    answers = iter([facts(), facts((1, "The user's salary went up to 62,000."))])
+    runner = FakeRunner(lambda call: next(answers))
+    prompt = extract_prompt([("user", "Good news, my salary went up to 62,000 this month.")])
+    result = model(runner).generate(prompt, EXTRACTION_SCHEMA, 8192, 60.0)
+    candidates = parse_answer(result.text, ExtractionAnswer, "extraction").candidates
+    assert [c.text for c in candidates] == ["The user's salary went up to 62,000."]
+    minimums = [c.schema["properties"]["facts"]["minItems"] for c in runner.calls]
+    assert minimums == [0, 1]
+    assert result.output_tokens == 20
+
+
+@pytest.mark.parametrize(
+    "turns",
+    [
+        [("user", "Morning! How's it going?"), ("assistant", "All good. What can I do for you?")],
+        [("user", "Nothing much, just saying hi before my coffee kicks in, haha.")],
+        [("user", "Tell me a joke, I need cheering up.")],
+    ],
+)
+def test_small_talk_answered_with_nothing_is_not_asked_again(turns: list[tuple[str, str]]) -> None:
+    _, runner = extract(turns, facts())
+    assert len(runner.calls) == 1

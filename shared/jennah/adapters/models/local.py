@@ -11,7 +11,8 @@ short prompt of its own, with worked examples, far better than the general one. 
 answers with the port's JSON (`ExtractionAnswer`, `ReconcileAnswer`), so the
 formation services do not know which model answered:
 - extraction (`local_extraction`): one grammar-constrained, greedy generation per
-  window of turns;
+  window of turns, and a second one that may not answer "nothing" when the first did
+  but the turns say something substantive;
 - reconciliation (`local_reconciliation`): one short generation per candidate and
   neighbouring memory, within the one call.
 
@@ -39,7 +40,13 @@ from pydantic import BaseModel
 from jennah.adapters.models import local_extraction as extraction
 from jennah.adapters.models import local_reconciliation as reconciliation
 from jennah.adapters.models.bounds import output_bound_exceeded, time_bound_exceeded
-from jennah.adapters.models.local_runner import ContextFull, LlamaRunner, Runner, Stopped
+from jennah.adapters.models.local_runner import (
+    ContextFull,
+    Finish,
+    LlamaRunner,
+    Runner,
+    Stopped,
+)
 from jennah.adapters.models.local_weights import QWEN_CODER_1_5B, ensure_gguf
 from jennah.errors import Internal
 from jennah.ports.model import ModelResult
@@ -131,15 +138,20 @@ def extract(runner: Runner, data: dict[str, Any], call: _Call) -> list[Any]:
     for window in extraction.windows(turns, structures):
         if not any(t.spoken for t in window):
             continue
-        answer = call.run(
-            runner,
-            extraction.SYSTEM,
-            shots,
-            extraction.render(window, structures),
-            extraction.schema(window[-1].index + 1),
-            extraction.MAX_FACTS * extraction.TOKENS_PER_FACT,
-        )
-        facts += answer.get("facts", [])
+        for at_least_one in (False, True):
+            answer = call.run(
+                runner,
+                extraction.SYSTEM,
+                shots,
+                extraction.render(window, structures),
+                extraction.schema(window[-1].index + 1, at_least_one=at_least_one),
+                extraction.MAX_FACTS * extraction.TOKENS_PER_FACT,
+                finish=extraction.without_repeats,
+            )
+            found = answer.get("facts", [])
+            if found or at_least_one or not extraction.substantive(window):
+                break
+        facts += found
     return extraction.candidates(facts, turns, structures, clock)
 
 
@@ -187,6 +199,7 @@ class _Call:
         user: str,
         schema: dict[str, Any],
         own_bound: int,
+        finish: Finish | None = None,
     ) -> dict[str, Any]:
         """One generation within the call's bounds, its JSON answer parsed."""
         room = self.max_output_tokens - self.output_tokens
@@ -194,7 +207,7 @@ class _Call:
             raise self._output_bound()
         limit = min(own_bound, room)
         try:
-            generation = runner.generate(system, shots, user, schema, limit, self.expired)
+            generation = runner.generate(system, shots, user, schema, limit, self.expired, finish)
         except Stopped as stopped:
             self.input_tokens += stopped.prompt_tokens
             self.output_tokens += stopped.generated_tokens

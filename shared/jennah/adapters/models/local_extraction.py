@@ -18,8 +18,10 @@ does the rest, deterministically:
   none with any is dropped; the quote is the cited turn's sentence sharing most;
 - a fact from an assistant turn says so ("The assistant said that ...") when the
   model did not; a fact quoting a user's question (unless it is an instruction), an
-  assistant's restatement of what the user said (most of its words the user's),
-  chit-chat (thanks, greetings, offers of help) and repeats are dropped;
+  assistant's restatement of what the user said (most of its words the user's, no
+  figure of its own), a restatement of the conversation ("The user asked ...", "The
+  assistant will ..."), a fact only saying a kept table was shared, chit-chat
+  (thanks, greetings, offers of help) and repeats are dropped;
 - a fact written as an instruction to the assistant is a directive, any other a fact
   (a small model's finer labels are not stable enough to keep: reconciliation refuses
   to revise across memory types);
@@ -73,13 +75,15 @@ SYSTEM = "\n".join(
 )
 
 
-def schema(turns: int) -> dict[str, Any]:
-    """The answer the model is constrained to (property order is generation order)."""
+def schema(turns: int, *, at_least_one: bool = False) -> dict[str, Any]:
+    """The answer the model is constrained to (property order is generation order);
+    `at_least_one` makes an empty answer impossible (see `substantive`)."""
     return {
         "type": "object",
         "properties": {
             "facts": {
                 "type": "array",
+                "minItems": 1 if at_least_one else 0,
                 "maxItems": MAX_FACTS,
                 "items": {
                     "type": "object",
@@ -95,6 +99,23 @@ def schema(turns: int) -> dict[str, Any]:
         "required": ["facts"],
         "additionalProperties": False,
     }
+
+
+_ITEM = re.compile(r'\{\s*"turn"\s*:\s*(\d+)\s*,\s*"text"\s*:\s*"((?:[^"\\]|\\.)*)"\s*\}')
+
+
+def without_repeats(answer: str) -> str | None:
+    """The answer ended before its first repeated fact (a small model's greedy loop:
+    the same fact again and again until the item bound), or None while none repeats."""
+    seen: set[str] = set()
+    end = 0
+    for item in _ITEM.finditer(answer):
+        text = " ".join(item[2].lower().split())
+        if text in seen:
+            return answer[:end] + "]}"
+        seen.add(text)
+        end = item.end()
+    return None
 
 
 _SHOTS: tuple[tuple[list[tuple[str, str]], str], ...] = (
@@ -237,6 +258,33 @@ def _shown(turn: Turn, structures: dict[int, list[Structure]]) -> str:
     return content if len(content) <= TURN_CHARS else content[:TURN_CHARS] + " ..."
 
 
+_FIRST_PERSON = re.compile(r"\b(?:i|i'm|i've|i'd|i'll|my|we|we're|we've|our|me)\b", re.I)
+_SMALL_TALK = re.compile(
+    r"\b(?:hi|hello|hey|morning|night|thanks?|thank you|cheers|bye|haha|lol|joke)\b", re.I
+)
+
+
+def substantive(turns: Sequence[Turn]) -> bool:
+    """Whether the turns say something a small model should not answer with nothing:
+    a user's statement (eight words or more, or six about themselves; no small talk), or an
+    assistant's turn of 25 words or more (an answer, a plan). A 1.5B model answers
+    some of these with an empty list; asked again, it must name at least one fact."""
+    for turn in turns:
+        if turn.role == ASSISTANT and len(turn.visible.split()) >= 25:
+            return True
+        if turn.role == USER and any(_statement(s) for s in _SENTENCE.findall(turn.visible)):
+            return True
+    return False
+
+
+def _statement(sentence: str) -> bool:
+    sentence = sentence.strip()
+    words = len(sentence.split())
+    if sentence.endswith("?") or _SMALL_TALK.search(sentence):
+        return False
+    return words >= 8 or (words >= 6 and bool(_FIRST_PERSON.search(sentence)))
+
+
 def windows(turns: Sequence[Turn], structures: dict[int, list[Structure]]) -> list[list[Turn]]:
     """Consecutive runs of whole turns, each rendering to at most WINDOW_CHARS."""
     found: list[list[Turn]] = []
@@ -272,6 +320,18 @@ _CHITCHAT = re.compile(
     r"(?:asked|asks) (?:the assistant|what|how|whether|if|for help))\b",
     re.IGNORECASE,
 )
+# How a small model restates the conversation instead of what was said in it: "The user
+# asked ...", "The user mentioned ...", and the assistant's acknowledgements and promises
+# ("The assistant saved ...", "The assistant will ...": an instruction says "must").
+_META = re.compile(
+    r"^the user (?:asked|asks|mentioned|mentions|said|says|told|tells|wants to know|"
+    r"wondered|requested|requests|is asking|confirmed|confirms|agreed|replied|responded)\b|"
+    r"^the assistant (?:saved|noted|stored|remembered|will|would|can|could|is going to|"
+    r"offered|offers|asked|asks|acknowledged|confirmed|understood|agreed)\b",
+    re.IGNORECASE,
+)
+# Words of a fact that only says a table or code block was shared or kept.
+_STRUCTURE_WORDS = frozenset({"table", "shown", "provi", "saved", "share", "code", "block"})
 _DIRECTIVE = re.compile(
     r"^(?:the assistant (?:must|should|needs? to|has to|is to|shall|will always|will never)|"
     r"always|never|do not|don't)\b",
@@ -300,7 +360,11 @@ def candidates(
     structures: dict[int, list[Structure]],
     clock: datetime,
 ) -> list[ExtractedCandidate]:
-    """The model's facts as extraction candidates, then the kept structures."""
+    """The model's facts as extraction candidates, then the kept structures; a fact
+    that only says a kept structure was shared is left to the structure's own fact."""
+    kept = structure_candidates(turns, structures)
+    headings = [_stems(c.text.split("\n\n", 1)[0]) for c in kept]
+    about_kept = set().union(*headings) | _STRUCTURE_WORDS if kept else set()
     found: list[ExtractedCandidate] = []
     seen: list[set[str]] = []
     for fact in facts:
@@ -308,11 +372,11 @@ def candidates(
         if candidate is None:
             continue
         stems = _stems(candidate.text)
-        if any(_same(stems, other) for other in seen):
+        if any(_same(stems, other) for other in seen) or (kept and stems <= about_kept):
             continue
         seen.append(stems)
         found.append(candidate)
-    return found + structure_candidates(turns, structures)
+    return found + kept
 
 
 def _same(a: set[str], b: set[str]) -> bool:
@@ -324,6 +388,8 @@ def _candidate(
 ) -> ExtractedCandidate | None:
     text = _addressed(_sentence(str(fact.get("text", ""))))
     if not text or text.endswith("?") or _CHITCHAT.search(text):
+        return None
+    if _META.search(text) and not _DIRECTIVE.search(text):
         return None
     stems = _stems(text)
     turn = _cited(stems, int(fact.get("turn", 0)) - 1, turns)
@@ -361,12 +427,15 @@ def _addressed(text: str) -> str:
 
 def _restated(stems: set[str], turn: Turn, turns: Sequence[Turn]) -> bool:
     """The words the fact takes from the assistant's turn are mostly the user's own,
-    said before: an acknowledgement or restatement, not something the assistant supplied."""
+    said before, and it adds no figure: an acknowledgement or restatement, not something
+    the assistant supplied."""
     taken = stems & _stems(turn.visible)
     said = set().union(
         *(_stems(t.visible) for t in turns if t.role == USER and t.index < turn.index)
     )
-    return bool(taken) and len(taken & said) / len(taken) >= RESTATED
+    if not taken or any(any(c.isdigit() for c in word) for word in taken - said):
+        return False
+    return len(taken & said) / len(taken) >= RESTATED
 
 
 def _sentence(text: str) -> str:

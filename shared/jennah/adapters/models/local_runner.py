@@ -9,6 +9,9 @@
   whitespace rule allows at most one blank (small models otherwise pad with spaces).
 - `should_stop` is asked between decode batches and between tokens: a call stops
   there, within about a second, and reports what it had used (`Stopped`).
+- `finish`, when given, sees the answer so far each time a token closes a JSON object
+  or array; returning a text ends the generation with that text as the answer (the
+  caller's way out of a small model's loops, e.g. the same fact again and again).
 - Threads: the prompt is decoded on every usable core; tokens are generated on every
   usable core too unless the machine is busier than that (1-minute load average above
   the cores + 0.5), then on one thread. Generating a token synchronises the threads at
@@ -55,6 +58,7 @@ class ContextFull(Exception):
 
 
 Shots = Sequence[tuple[str, str]]
+Finish = Callable[[str], str | None]  # the answer so far -> the final answer, or go on
 
 
 class Runner(Protocol):
@@ -68,6 +72,7 @@ class Runner(Protocol):
         schema: dict[str, Any],
         max_tokens: int,
         should_stop: Callable[[], bool],
+        finish: Finish | None = None,
     ) -> Generation: ...
 
 
@@ -158,6 +163,7 @@ class LlamaRunner:
         schema: dict[str, Any],
         max_tokens: int,
         should_stop: Callable[[], bool],
+        finish: Finish | None = None,
     ) -> Generation:
         self.load()
         prefix, suffix = chatml(system, shots, user)
@@ -172,7 +178,7 @@ class LlamaRunner:
         self._decode_prompt(tokens, should_stop)
         self._ctx.set_n_threads(self.generation_threads(), self.n_threads)
         try:
-            return self._sample(grammar, len(tokens), max_tokens, should_stop)
+            return self._sample(grammar, len(tokens), max_tokens, should_stop, finish)
         finally:
             self._ctx.set_n_threads(self.n_threads, self.n_threads)
 
@@ -233,23 +239,32 @@ class LlamaRunner:
         self._decode(tokens[keep:], should_stop, len(tokens))
 
     def _sample(
-        self, grammar: str, prompt_tokens: int, max_tokens: int, should_stop: Callable[[], bool]
+        self,
+        grammar: str,
+        prompt_tokens: int,
+        max_tokens: int,
+        should_stop: Callable[[], bool],
+        finish: Finish | None,
     ) -> Generation:
         llama = self._llama
         sampler = llama.LlamaSampler(llama.LlamaSamplerChainParams())
         sampler.add_grammar(self._vocab, grammar, "root")
         sampler.add_greedy()
         out: list[int] = []
-        finished = False
         while len(out) < max_tokens:
             if should_stop():
                 raise Stopped(prompt_tokens, len(out))
             token = sampler.sample(self._ctx, -1)
             if self._vocab.is_eog(token):
-                finished = True
-                break
+                return Generation(self._text(out), prompt_tokens, len(out), True)
             out.append(token)
             self._ctx.decode(llama.llama_batch_get_one([token], len(self._cached)))
             self._cached.append(token)
-        text = self._vocab.detokenize(out, False, False) if out else ""
-        return Generation(text, prompt_tokens, len(out), finished)
+            if finish is not None and any(c in self._text([token]) for c in "}]"):
+                final = finish(self._text(out))
+                if final is not None:
+                    return Generation(final, prompt_tokens, len(out), True)
+        return Generation(self._text(out), prompt_tokens, len(out), False)
+
+    def _text(self, tokens: list[int]) -> str:
+        return self._vocab.detokenize(tokens, False, False) if tokens else ""
