@@ -180,7 +180,8 @@ def test_priya_maps_to_third_person_candidates_citing_their_turns_with_verbatim_
         (CandidateKind.FACT, [1], "fact", "The user's daughter Mira starts swimming lessons on "
          "Tuesdays at 5pm from the week of Monday 9 March 2026."),
         (CandidateKind.FACT, [1], "directive",
-         "The assistant must always ask the user before booking anything on weekends."),
+         "The user wants the assistant to always ask the user before booking anything on "
+         "weekends."),
         (CandidateKind.FACT, [2], "fact",
          "The assistant recommended the Aquatics Centre on Kirkstall Road."),
     ]  # fmt: skip
@@ -199,7 +200,7 @@ def test_a_wrong_turn_is_corrected_and_an_unsupported_fact_dropped() -> None:
         (1, "The user owns a yacht in Monaco."),
     )
     candidates, _ = extract(PRIYA, answer)
-    assert [(c.turns, c.text) for c in candidates] == [
+    assert [(c.turns, c.text) for c in candidates if c.memory_type == "fact"] == [
         ([2], "The assistant recommended the Aquatics Centre on Kirkstall Road.")
     ]
 
@@ -208,7 +209,7 @@ def test_an_assistant_fact_says_the_assistant_supplied_it() -> None:
     candidates, _ = extract(
         PRIYA, facts((3, "The Aquatics Centre on Kirkstall Road has a beginner pool"))
     )
-    assert [c.text for c in candidates] == [
+    assert [c.text for c in candidates if c.memory_type == "fact"] == [
         "The assistant said that the Aquatics Centre on Kirkstall Road has a beginner pool."
     ]
 
@@ -577,7 +578,7 @@ def test_a_fact_from_a_users_question_is_dropped_unless_it_is_an_instruction() -
     candidates, _ = extract(turns, answer)
     assert [(c.text, c.memory_type) for c in candidates] == [
         ("The user's parents don't eat spicy food.", "fact"),
-        ("The assistant must always answer the user in Spanish.", "directive"),
+        ("The user wants the assistant to always answer the user in Spanish.", "directive"),
     ]
 
 
@@ -649,8 +650,11 @@ def test_an_instruction_written_as_said_binds_the_assistant() -> None:
     )
     candidates, _ = extract(turns, answer)
     assert [(c.text, c.memory_type) for c in candidates] == [
-        ("The assistant must always ask the user before booking anything.", "directive"),
-        ("The assistant must not use emoji.", "directive"),
+        (
+            "The user wants the assistant to always ask the user before booking anything.",
+            "directive",
+        ),
+        ("The user wants the assistant not to use emoji.", "directive"),
     ]
 
 
@@ -752,3 +756,60 @@ def test_an_empty_answer_to_a_substantive_conversation_is_asked_again_for_one_fa
 def test_small_talk_answered_with_nothing_is_not_asked_again(turns: list[tuple[str, str]]) -> None:
     _, runner = extract(turns, facts())
     assert len(runner.calls) == 1
+
+
+def test_a_standing_instruction_the_model_missed_is_kept_as_a_directive() -> None:
+    turns = [
+        ("user", "Please always reply in Spanish from now on, I'm practising for my B2 exam."),
+        ("user", "Never book meetings for me before 10am. I have a dog."),
+    ]
+    answer = facts(
+        (1, "The user is practising for their B2 exam."),
+        (2, "The assistant must never book meetings for the user before 10am."),
+    )
+    candidates, _ = extract(turns, answer)
+    assert [(c.turns, c.memory_type, c.text) for c in candidates] == [
+        ([0], "fact", "The user is practising for their B2 exam."),
+        ([1], "directive", "The user wants the assistant to never book meetings for the user "
+         "before 10am."),
+        ([0], "directive", "The user wants the assistant to always reply in Spanish from now on."),
+    ]  # fmt: skip
+    assert candidates[2].quote == turns[0][1]
+
+
+def test_a_request_for_standing_behaviour_asked_as_a_question_is_a_directive() -> None:
+    turns = [("user", "Can you set all my reminders to Lisbon time from now on?")]
+    candidates, _ = extract(turns, facts((1, "The user wants all reminders in Lisbon time.")))
+    assert [(c.memory_type, c.text) for c in candidates] == [
+        ("directive", "The user wants all reminders in Lisbon time.")
+    ]
+
+
+def test_an_errand_is_not_a_memory_but_a_plan_the_assistant_made_is() -> None:
+    plan = "- Day 1: Fushimi Inari.\n- Day 2: Arashiyama.\n- Day 3: Nara."
+    turns = [
+        ("user", "Book me a hotel near Termini for the Rome trip."),
+        ("assistant", f"Here's a plan:\n{plan}"),
+    ]
+    answer = facts(
+        (1, "The user wants to book a hotel near Termini for the Rome trip."),
+        (1, "The user has a Rome trip."),
+        (1, "The user has been there for two years."),
+    )
+    candidates, _ = extract(turns, answer)
+    assert [(c.turns, c.text, c.quote) for c in candidates] == [
+        ([0], "The user has a Rome trip.", "Book me a hotel near Termini for the Rome trip."),
+        ([1], f"The assistant gave the user this list: Here's a plan:\n{plan}", plan),
+    ]
+
+
+def test_a_fact_saying_less_than_an_earlier_one_is_a_repeat() -> None:
+    turns = [("user", "We adopted a retired racing greyhound called Biscuit last week!")]
+    answer = facts(
+        (1, "The user adopted a retired racing greyhound called Biscuit."),
+        (1, "The user adopted Biscuit last week."),
+    )
+    candidates, _ = extract(turns, answer, clock="2025-09-30T10:00:00+00:00")
+    assert [c.text for c in candidates] == [
+        "The user adopted a retired racing greyhound called Biscuit."
+    ]

@@ -22,23 +22,32 @@ does the rest, deterministically:
   figure of its own), a restatement of the conversation ("The user asked ...", "The
   assistant will ..."), a fact only saying a kept table was shared, chit-chat
   (thanks, greetings, offers of help) and repeats are dropped;
-- a fact written as an instruction to the assistant is a directive, any other a fact
-  (a small model's finer labels are not stable enough to keep: reconciliation refuses
-  to revise across memory types);
+- a fact written as an instruction to the assistant ("Please always ...", "The
+  assistant must ...") is the user's directive, worded "The user wants the assistant
+  to ..."; so is what the model made of a question asking for standing behaviour
+  ("... from now on?"); a user's errand ("Book me ...") is not a memory; a fact that
+  leans on the conversation ("... there", "the lunchtime one") or says less than one
+  before it (its date aside) is dropped. Any other fact is a fact (a small model's
+  finer labels are not stable enough to keep: reconciliation refuses to revise across
+  memory types);
+- a user's standing instruction the model missed ("Please always reply in Spanish from
+  now on", "Never ...") is added as a directive, from its sentence;
 - a table or code block of a user or assistant turn is kept verbatim in a fact of
-  its own under its lead-in line, unless it is a traceback or a log.
+  its own under its lead-in line, unless it is a traceback or a log; so is a list of
+  three items or more in an assistant's turn (a plan, an itinerary).
 Long conversations are split into windows of whole turns, one generation each.
 """
 
 from __future__ import annotations
 
+import calendar
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from jennah.adapters.models.local_dates import resolve
+from jennah.adapters.models.local_dates import WEEKDAYS, resolve
 from jennah.domain.formation import CandidateKind, ExtractedCandidate, Structure, StructureKind
 
 USER = "user"
@@ -334,13 +343,39 @@ _META = re.compile(
 _STRUCTURE_WORDS = frozenset({"table", "shown", "provi", "saved", "share", "code", "block"})
 _DIRECTIVE = re.compile(
     r"^(?:the assistant (?:must|should|needs? to|has to|is to|shall|will always|will never)|"
-    r"always|never|do not|don't)\b",
+    r"the user wants the assistant (?:to|not to)|always|never|do not|don't)\b",
     re.IGNORECASE,
 )
-# An instruction the model wrote as it was said ("Please always ask ..."), rewritten to
-# say whom it binds: "The assistant must always ask ...".
-_IMPERATIVE = re.compile(r"^(?:please\s+)?(?P<neg>do not\s+|don't\s+)?(?=\w)", re.IGNORECASE)
-_IMPERATIVE_START = re.compile(r"^(?:please|always|never|do not|don't)\b", re.IGNORECASE)
+# A user's question asking for standing behaviour ("Can you set all my reminders to
+# Lisbon time from now on?"): what the model made of it is a directive.
+_STANDING = re.compile(
+    r"\b(?:from now on|going forward|in future|always|never|every time|whenever)\b", re.I
+)
+# An instruction the model wrote as it was said ("Please always ask ..."), or as the
+# assistant's duty ("The assistant must ..."), rewritten as the user's: "The user wants
+# the assistant to always ask ..." (a user's instruction is the user's memory).
+_IMPERATIVE = re.compile(
+    r"^(?:please\s+|the assistant (?:must|should|needs? to|has to)\s+)?"
+    r"(?P<neg>do not\s+|don't\s+|not\s+)?(?=\w)",
+    re.IGNORECASE,
+)
+_IMPERATIVE_START = re.compile(
+    r"^(?:please|always|never|do not|don't|the assistant (?:must|should|needs? to|has to))\b",
+    re.IGNORECASE,
+)
+# A user's request for something done now ("Book me a hotel ...", "Find me ..."): what
+# the user "wants" then is the errand, not a memory.
+_ERRAND = re.compile(
+    r"^(?:please\s+)?(?:book|find|get|show|search|look up|send|order|buy|call|email|"
+    r"check|give|tell|write|draft|make)\b",
+    re.IGNORECASE,
+)
+_WANTS = re.compile(r"^the user (?:wants|would like|needs|is looking)\b", re.IGNORECASE)
+# A fact that leans on the conversation for its meaning ("The user has been there for
+# two years", "... the lunchtime one").
+_VAGUE = re.compile(
+    r"\b(?:there|the \w+ one)\b(?! (?:is|are|was|were)\b)|\b(?:it|that|them)\.$", re.I
+)
 _SENTENCE = re.compile(r"[^.!?\n]+[.!?]*")
 _TRACE = re.compile(
     r"traceback \(most recent call last\)|^\s*(?:error|exception|warning)\b"
@@ -350,8 +385,26 @@ _TRACE = re.compile(
 
 
 def _stems(text: str) -> set[str]:
-    """Content words, cut to 5 letters so "allergic" meets "allergy"."""
-    return {w[:5] for w in _WORD.findall(text.lower()) if len(w) > 2 and w not in _STOPWORDS}
+    """Content words, without a plural "s" and cut to 5 letters, so "allergic" meets
+    "allergy" and "seats" meets "seat"."""
+    words = (w for w in _WORD.findall(text.lower()) if len(w) > 2 and w not in _STOPWORDS)
+    return {_singular(w)[:5] for w in words}
+
+
+def _singular(word: str) -> str:
+    return word[:-1] if len(word) > 3 and word.endswith("s") and not word.endswith("ss") else word
+
+
+def _undated(stems: set[str]) -> set[str]:
+    """Stems that are not part of a date (weekday, month, year, day of month, "week")."""
+    return {s for s in stems if not (s.isdigit() or s in _DATE_STEMS)}
+
+
+_DATE_STEMS = frozenset(
+    [d[:5] for d in WEEKDAYS]
+    + [m.lower()[:5] for m in calendar.month_name[1:]]
+    + ["week", "month", "year", "night", "morni", "after", "eveni"]
+)
 
 
 def candidates(
@@ -360,9 +413,10 @@ def candidates(
     structures: dict[int, list[Structure]],
     clock: datetime,
 ) -> list[ExtractedCandidate]:
-    """The model's facts as extraction candidates, then the kept structures; a fact
-    that only says a kept structure was shared is left to the structure's own fact."""
-    kept = structure_candidates(turns, structures)
+    """The model's facts as extraction candidates, the user's standing instructions it
+    missed, then the kept structures and the assistant's lists; a fact that only says a
+    kept structure was shared is left to the structure's own fact."""
+    kept = structure_candidates(turns, structures) + list_candidates(turns)
     headings = [_stems(c.text.split("\n\n", 1)[0]) for c in kept]
     about_kept = set().union(*headings) | _STRUCTURE_WORDS if kept else set()
     found: list[ExtractedCandidate] = []
@@ -374,8 +428,15 @@ def candidates(
         stems = _stems(candidate.text)
         if any(_same(stems, other) for other in seen) or (kept and stems <= about_kept):
             continue
+        if len(_undated(stems)) > 1 and any(_undated(stems) <= other for other in seen):
+            continue  # says less than a fact before it (its date aside)
         seen.append(stems)
         found.append(candidate)
+    for instruction in instruction_candidates(turns, clock):
+        stems = _stems(instruction.text)
+        if not any(len(stems & other) * 2 >= len(stems) for other in seen):
+            seen.append(stems)
+            found.append(instruction)
     return found + kept
 
 
@@ -386,8 +447,8 @@ def _same(a: set[str], b: set[str]) -> bool:
 def _candidate(
     fact: dict[str, Any], turns: Sequence[Turn], clock: datetime
 ) -> ExtractedCandidate | None:
-    text = _addressed(_sentence(str(fact.get("text", ""))))
-    if not text or text.endswith("?") or _CHITCHAT.search(text):
+    text = _sentence(str(fact.get("text", "")))
+    if not text or text.endswith("?") or _CHITCHAT.search(text) or _VAGUE.search(text):
         return None
     if _META.search(text) and not _DIRECTIVE.search(text):
         return None
@@ -396,10 +457,14 @@ def _candidate(
     if turn is None:
         return None
     quote = _quote(stems, turn.visible)
-    directive = bool(_DIRECTIVE.search(text))
-    if turn.role == USER and quote.endswith("?") and not directive:
-        return None  # a question or a request, not something the user stated
-    if turn.role == ASSISTANT:
+    if turn.role == USER:
+        text = _addressed(text)
+        standing = quote.endswith("?") and bool(_STANDING.search(quote))
+        directive = standing or bool(_DIRECTIVE.search(text))
+        if not directive and (quote.endswith("?") or (_WANTS.match(text) and _ERRAND.match(quote))):
+            return None  # a question or an errand, not something the user stated
+    else:
+        directive = False
         if _restated(stems, turn, turns):
             return None
         if "assistant" not in text.lower():
@@ -414,15 +479,20 @@ def _candidate(
 
 
 def _addressed(text: str) -> str:
-    """An imperative ("Please always ask me ...", "Never call ...") as the assistant's
-    instruction ("The assistant must always ask ..."); other text as it is."""
+    """An imperative ("Please always ask me ...", "Never call ...") or an assistant's duty
+    ("The assistant must ...") as the user's instruction ("The user wants the assistant to
+    always ask ..."); other text as it is."""
     if not _IMPERATIVE_START.match(text):
         return text
     match = _IMPERATIVE.match(text)
     assert match is not None  # the pattern matches the start of any text
     rest = text[match.end() :]
-    must = "The assistant must not " if match["neg"] else "The assistant must "
-    return must + rest[0].lower() + rest[1:] if rest else text
+    wants = (
+        "The user wants the assistant not to "
+        if match["neg"]
+        else "The user wants the assistant to "
+    )
+    return wants + rest[0].lower() + rest[1:] if rest else text
 
 
 def _restated(stems: set[str], turn: Turn, turns: Sequence[Turn]) -> bool:
@@ -489,6 +559,102 @@ def structure_candidates(
                 continue
             found.append(_structure_fact(turn, structure))
     return found
+
+
+_LIST_ITEM = re.compile(r"^\s*(?:[-*\u2022]|\d{1,2}[.)])\s+\S")
+
+
+def list_candidates(turns: Sequence[Turn]) -> list[ExtractedCandidate]:
+    """A fact per list of three items or more in an assistant's turn (a plan, an
+    itinerary, options): its lead-in line, then the list verbatim. The assistant made
+    it for the user; a small model summarises it into nothing."""
+    found: list[ExtractedCandidate] = []
+    for turn in turns:
+        if turn.role != ASSISTANT:
+            continue
+        lines = turn.visible.split("\n")
+        items = [i for i, line in enumerate(lines) if _LIST_ITEM.match(line)]
+        if len(items) < 3:
+            continue
+        block = "\n".join(lines[items[0] : items[-1] + 1])
+        lead_in = next((ln.strip() for ln in reversed(lines[: items[0]]) if ln.strip()), "")
+        heading = "The assistant gave the user this list" + (f": {lead_in}" if lead_in else ":")
+        found.append(
+            ExtractedCandidate(
+                kind=CandidateKind.FACT,
+                text=f"{heading}\n{block}",
+                memory_type="fact",
+                turns=[turn.index],
+                quote=block,
+            )
+        )
+    return found
+
+
+# Standing instructions, when the model missed them.
+
+_INSTRUCTION = re.compile(
+    r"^(?:(?:and|also|oh|so)[ ,]+)?(?:please\s+)?"
+    r"(?P<neg>never|don't ever|do not ever|don't|do not)?\s*(?P<rest>(?:always\s+)?\w.*?)"
+    r"(?:,\s*(?:i|i'm|i've|because|as|since|so)\b.*)?[.!]*$",
+    re.IGNORECASE,
+)
+_SECOND_PERSON = (
+    (r"\bme\b", "the user"),
+    (r"\bmy\b", "the user's"),
+    (r"\bmyself\b", "the user"),
+    (r"\bI\b", "the user"),
+    (r"\bI'm\b", "the user is"),
+)
+
+
+def instruction_candidates(turns: Sequence[Turn], clock: datetime) -> list[ExtractedCandidate]:
+    """A user's sentence that tells the assistant how to behave from now on ("Please
+    always reply in Spanish from now on", "Never book meetings before 10am"), as a
+    directive: "The user wants the assistant to always reply in Spanish from now on"."""
+    found: list[ExtractedCandidate] = []
+    for turn in turns:
+        if turn.role != USER:
+            continue
+        for sentence in (s.strip() for s in _SENTENCE.findall(turn.visible)):
+            text = _instruction(sentence)
+            if text is not None:
+                found.append(
+                    ExtractedCandidate(
+                        kind=CandidateKind.FACT,
+                        text=resolve(text, clock),
+                        memory_type="directive",
+                        turns=[turn.index],
+                        quote=sentence,
+                    )
+                )
+    return found
+
+
+_INSTRUCTION_START = re.compile(
+    r"^(?:(?:and|also|oh|so)[ ,]+)?(?:please\s+)?(?:always|never|don't|do not)\b"
+    r"|.*\bfrom now on\b",
+    re.IGNORECASE,
+)
+_FROM_NOW_ON = re.compile(r"^from now on[, ]*", re.IGNORECASE)
+
+
+def _instruction(sentence: str) -> str | None:
+    if sentence.endswith("?") or not _INSTRUCTION_START.match(sentence):
+        return None
+    match = _INSTRUCTION.match(sentence)
+    if match is None or re.match(r"(?:i|i'm|i've|my|we)\b", match["rest"], re.IGNORECASE):
+        return None
+    rest = match["rest"]
+    if _FROM_NOW_ON.match(rest):
+        rest = _FROM_NOW_ON.sub("", rest) + " from now on"
+    for pattern, replacement in _SECOND_PERSON:
+        rest = re.sub(pattern, replacement, rest, flags=re.IGNORECASE)
+    negation = (match["neg"] or "").lower()
+    if negation.startswith("never"):
+        rest = f"never {rest}"
+    to = "not to" if negation and not negation.startswith("never") else "to"
+    return _sentence(f"The user wants the assistant {to} {rest[0].lower()}{rest[1:]}")
 
 
 def _structure_fact(turn: Turn, structure: Structure) -> ExtractedCandidate:
