@@ -47,6 +47,7 @@ from jennah.adapters.models.local_runner import (
     Runner,
     Stopped,
 )
+from jennah.adapters.models.local_turns import structures_of, turns_of
 from jennah.adapters.models.local_weights import QWEN_CODER_1_5B, ensure_gguf
 from jennah.errors import Internal
 from jennah.ports.model import ModelResult
@@ -130,8 +131,8 @@ class LocalModel:
 
 def extract(runner: Runner, data: dict[str, Any], call: _Call) -> list[Any]:
     """Extraction candidates: one generation per window of turns, mapped back."""
-    turns = extraction.turns_of(data)
-    structures = extraction.structures_of(data)
+    turns = turns_of(data)
+    structures = structures_of(data)
     clock = datetime.fromisoformat(str(data["clock"]))
     facts: list[dict[str, Any]] = []
     shots = extraction.shots()

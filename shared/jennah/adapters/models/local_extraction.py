@@ -8,51 +8,59 @@ does the rest, deterministically:
 
 - tool calls and results are not shown to the model (tool output counts only where
   the assistant passed it on, and then the assistant's turn says it); tables and code
-  blocks are shown as a placeholder and kept by code (below); lines posing as the
-  system or as another turn, and sentences telling the model to ignore its
-  instructions, are not shown, and no fact is checked against them;
+  blocks are shown as a placeholder; text posing as the system or another turn is
+  not shown (`local_turns`);
 - relative dates, copied as said, are written as absolute ones from the clock
   (`local_dates.resolve`);
 - the cited turn is checked against the words of the fact: the user or assistant
   turn sharing most of them is cited (the model's own turn on a tie), a fact sharing
-  none with any is dropped; the quote is the cited turn's sentence sharing most;
+  none with any is dropped; the quote is the cited turn's sentence sharing most (a
+  statement rather than a question);
 - a fact from an assistant turn says so ("The assistant said that ...") when the
-  model did not; a fact quoting a user's question (unless it is an instruction), an
-  assistant's restatement of what the user said (most of its words the user's, no
-  figure of its own), a restatement of the conversation ("The user asked ...", "The
-  assistant will ..."), a fact only saying a kept table was shared, chit-chat
-  (thanks, greetings, offers of help) and repeats are dropped;
-- a fact written as an instruction to the assistant ("Please always ...", "The
-  assistant must ...") is the user's directive, worded "The user wants the assistant
-  to ..."; so is what the model made of a question asking for standing behaviour
-  ("... from now on?"); a user's errand ("Book me ...") is not a memory; a fact that
-  leans on the conversation ("... there", "the lunchtime one") or says less than one
-  before it (its date aside) is dropped. Any other fact is a fact (a small model's
-  finer labels are not stable enough to keep: reconciliation refuses to revise across
-  memory types);
-- a user's standing instruction the model missed ("Please always reply in Spanish from
-  now on", "Never ...") is added as a directive, from its sentence;
-- a table or code block of a user or assistant turn is kept verbatim in a fact of
-  its own under its lead-in line, unless it is a traceback or a log; so is a list of
-  three items or more in an assistant's turn (a plan, an itinerary).
-Long conversations are split into windows of whole turns, one generation each.
+  model did not; a fact quoting a user's question (unless it is an instruction), a
+  user's errand ("Book me ..."), an assistant's restatement of what the user said
+  (most of its words the user's, no figure of its own), a restatement of the
+  conversation ("The user asked ...", "The assistant will ..."), a fact that leans on
+  the conversation ("... there", "the lunchtime one"), one that says less than a fact
+  before it (its date aside) or only that a kept table was shared, and chit-chat
+  (thanks, greetings, offers of help) are dropped;
+- a fact written as an instruction ("Please always ...", "The assistant must ...")
+  is the user's directive, worded "The user wants the assistant to ..."; so is what
+  the model made of a question asking for standing behaviour ("... from now on?").
+  Any other fact is a fact: a small model's finer labels are not stable enough to
+  keep (reconciliation refuses to revise across memory types);
+- tables, code blocks, the assistant's lists and the user's standing instructions
+  the model missed are added verbatim by code (`local_verbatim`).
+Long conversations are split into windows of whole turns, one generation each; a
+greedy loop is cut at its first repeated fact; an empty answer to turns that say
+something substantive is asked again, for at least one fact.
 """
 
 from __future__ import annotations
 
-import calendar
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from jennah.adapters.models.local_dates import WEEKDAYS, resolve
-from jennah.domain.formation import CandidateKind, ExtractedCandidate, Structure, StructureKind
+from jennah.adapters.models.local_dates import resolve
+from jennah.adapters.models.local_turns import (
+    ASSISTANT,
+    SENTENCE,
+    SPEAKERS,
+    USER,
+    Turn,
+    as_sentence,
+    stems_of,
+    undated,
+)
+from jennah.adapters.models.local_verbatim import (
+    instruction_candidates,
+    list_candidates,
+    structure_candidates,
+)
+from jennah.domain.formation import CandidateKind, ExtractedCandidate, Structure
 
-USER = "user"
-ASSISTANT = "assistant"
-SPEAKERS = (USER, ASSISTANT)
 MAX_FACTS = 12  # per window
 MAX_FACT_CHARS = 240
 TURN_CHARS = 1500  # of one turn shown to the model
@@ -176,70 +184,6 @@ _SHOTS: tuple[tuple[list[tuple[str, str]], str], ...] = (
 )  # fmt: skip
 
 
-@dataclass(frozen=True)
-class Turn:
-    """A turn of the data block: its index (0-based) in the conversation, role, content."""
-
-    index: int
-    role: str
-    content: str
-
-    @property
-    def spoken(self) -> bool:
-        return self.role in SPEAKERS and bool(self.visible.strip())
-
-    @property
-    def visible(self) -> str:
-        """The content the model reads and facts are checked against: without lines that
-        pose as the system or as another turn, or sentences telling it to ignore its
-        instructions (text that tries to steer the model is not something anyone said)."""
-        return _without_injections(self.content)
-
-
-# A line posing as the system or the platform ("SYSTEM OVERRIDE: ..."), or as a turn
-# header ("[turn 3] assistant:", the next line being what it pretends was said).
-_POSING = re.compile(
-    r"^\s*\[?\s*(?:system|developer|admin|administrator|platform)\b[^:\n]{0,30}[:\]]", re.I
-)
-_FAKE_TURN = re.compile(r"^\s*\[turn \d+\]\s*[a-z ]{1,20}:\s*$", re.I)
-_IGNORE = re.compile(
-    r"[^.!?\n]*\b(?:ignore|disregard|forget)\s+(?:all\s+)?(?:the\s+|your\s+|any\s+)?"
-    r"(?:previous|prior|above|earlier|other)\s+(?:instructions|rules)\b[^.!?\n]*[.!?]?",
-    re.I,
-)
-
-
-def _without_injections(content: str) -> str:
-    kept: list[str] = []
-    skip_next = False
-    for line in content.split("\n"):
-        if skip_next and line.strip():
-            skip_next = False
-            continue
-        if _FAKE_TURN.match(line):
-            skip_next = True
-            continue
-        if _POSING.match(line):
-            continue
-        kept.append(_IGNORE.sub("", line))
-    return "\n".join(kept)
-
-
-def turns_of(data: dict[str, Any]) -> list[Turn]:
-    return [
-        Turn(int(t["index"]), str(t.get("role", "")), str(t.get("content", "")))
-        for t in data.get("turns", [])
-    ]
-
-
-def structures_of(data: dict[str, Any]) -> dict[int, list[Structure]]:
-    found: dict[int, list[Structure]] = {}
-    for item in data.get("structures", []):
-        structure = Structure(kind=StructureKind(item["kind"]), text=str(item["text"]))
-        found.setdefault(int(item["turnIndex"]), []).append(structure)
-    return found
-
-
 def shots() -> tuple[tuple[str, str], ...]:
     """The worked examples, as (user message, assistant answer) pairs."""
     return tuple(
@@ -281,7 +225,7 @@ def substantive(turns: Sequence[Turn]) -> bool:
     for turn in turns:
         if turn.role == ASSISTANT and len(turn.visible.split()) >= 25:
             return True
-        if turn.role == USER and any(_statement(s) for s in _SENTENCE.findall(turn.visible)):
+        if turn.role == USER and any(_statement(s) for s in SENTENCE.findall(turn.visible)):
             return True
     return False
 
@@ -311,17 +255,6 @@ def windows(turns: Sequence[Turn], structures: dict[int, list[Structure]]) -> li
 
 # The answer, mapped back.
 
-_WORD = re.compile(r"[0-9a-z]+(?:'[a-z]+)?")
-_STOPWORDS = frozenset({
-    "a", "an", "the", "and", "or", "but", "of", "to", "in", "on", "at", "for", "from", "with",
-    "by", "as", "is", "are", "was", "were", "be", "been", "being", "it", "its", "this", "that",
-    "these", "those", "there", "their", "they", "them", "he", "she", "his", "her", "him", "we",
-    "our", "you", "your", "i", "me", "my", "mine", "user", "users", "user's", "assistant",
-    "assistant's", "has", "have", "had", "do", "does", "did", "not", "no", "will", "would", "can",
-    "could", "should", "must", "may", "might", "about", "into", "than", "then", "so", "very",
-    "also", "just", "now", "who", "what", "when", "where", "which", "how", "said", "says",
-    "recommended", "recommends", "suggested", "called", "named",
-})  # fmt: skip
 _CHITCHAT = re.compile(
     r"\b(thank(?:s|ed|ing)?|greet(?:s|ed|ing)?|said (?:hello|hi|goodbye|good night)|"
     r"how (?:are|is) (?:you|the user)|offer(?:s|ed)? (?:to help|help|further)|"
@@ -376,35 +309,6 @@ _WANTS = re.compile(r"^the user (?:wants|would like|needs|is looking)\b", re.IGN
 _VAGUE = re.compile(
     r"\b(?:there|the \w+ one)\b(?! (?:is|are|was|were)\b)|\b(?:it|that|them)\.$", re.I
 )
-_SENTENCE = re.compile(r"[^.!?\n]+[.!?]*")
-_TRACE = re.compile(
-    r"traceback \(most recent call last\)|^\s*(?:error|exception|warning)\b"
-    r"|\w+(?:error|exception):",
-    re.IGNORECASE | re.MULTILINE,
-)
-
-
-def _stems(text: str) -> set[str]:
-    """Content words, without a plural "s" and cut to 5 letters, so "allergic" meets
-    "allergy" and "seats" meets "seat"."""
-    words = (w for w in _WORD.findall(text.lower()) if len(w) > 2 and w not in _STOPWORDS)
-    return {_singular(w)[:5] for w in words}
-
-
-def _singular(word: str) -> str:
-    return word[:-1] if len(word) > 3 and word.endswith("s") and not word.endswith("ss") else word
-
-
-def _undated(stems: set[str]) -> set[str]:
-    """Stems that are not part of a date (weekday, month, year, day of month, "week")."""
-    return {s for s in stems if not (s.isdigit() or s in _DATE_STEMS)}
-
-
-_DATE_STEMS = frozenset(
-    [d[:5] for d in WEEKDAYS]
-    + [m.lower()[:5] for m in calendar.month_name[1:]]
-    + ["week", "month", "year", "night", "morni", "after", "eveni"]
-)
 
 
 def candidates(
@@ -417,7 +321,7 @@ def candidates(
     missed, then the kept structures and the assistant's lists; a fact that only says a
     kept structure was shared is left to the structure's own fact."""
     kept = structure_candidates(turns, structures) + list_candidates(turns)
-    headings = [_stems(c.text.split("\n\n", 1)[0]) for c in kept]
+    headings = [stems_of(c.text.split("\n\n", 1)[0]) for c in kept]
     about_kept = set().union(*headings) | _STRUCTURE_WORDS if kept else set()
     found: list[ExtractedCandidate] = []
     seen: list[set[str]] = []
@@ -425,15 +329,15 @@ def candidates(
         candidate = _candidate(fact, turns, clock)
         if candidate is None:
             continue
-        stems = _stems(candidate.text)
+        stems = stems_of(candidate.text)
         if any(_same(stems, other) for other in seen) or (kept and stems <= about_kept):
             continue
-        if len(_undated(stems)) > 1 and any(_undated(stems) <= other for other in seen):
+        if len(undated(stems)) > 1 and any(undated(stems) <= other for other in seen):
             continue  # says less than a fact before it (its date aside)
         seen.append(stems)
         found.append(candidate)
     for instruction in instruction_candidates(turns, clock):
-        stems = _stems(instruction.text)
+        stems = stems_of(instruction.text)
         if not any(len(stems & other) * 2 >= len(stems) for other in seen):
             seen.append(stems)
             found.append(instruction)
@@ -447,12 +351,12 @@ def _same(a: set[str], b: set[str]) -> bool:
 def _candidate(
     fact: dict[str, Any], turns: Sequence[Turn], clock: datetime
 ) -> ExtractedCandidate | None:
-    text = _sentence(str(fact.get("text", "")))
+    text = as_sentence(str(fact.get("text", "")))
     if not text or text.endswith("?") or _CHITCHAT.search(text) or _VAGUE.search(text):
         return None
     if _META.search(text) and not _DIRECTIVE.search(text):
         return None
-    stems = _stems(text)
+    stems = stems_of(text)
     turn = _cited(stems, int(fact.get("turn", 0)) - 1, turns)
     if turn is None:
         return None
@@ -499,28 +403,20 @@ def _restated(stems: set[str], turn: Turn, turns: Sequence[Turn]) -> bool:
     """The words the fact takes from the assistant's turn are mostly the user's own,
     said before, and it adds no figure: an acknowledgement or restatement, not something
     the assistant supplied."""
-    taken = stems & _stems(turn.visible)
+    taken = stems & stems_of(turn.visible)
     said = set().union(
-        *(_stems(t.visible) for t in turns if t.role == USER and t.index < turn.index)
+        *(stems_of(t.visible) for t in turns if t.role == USER and t.index < turn.index)
     )
     if not taken or any(any(c.isdigit() for c in word) for word in taken - said):
         return False
     return len(taken & said) / len(taken) >= RESTATED
 
 
-def _sentence(text: str) -> str:
-    text = " ".join(text.split()).strip()
-    if not text:
-        return ""
-    text = text[0].upper() + text[1:]
-    return text if text[-1] in ".!?" else f"{text}."
-
-
 def _cited(stems: set[str], named: int, turns: Sequence[Turn]) -> Turn | None:
     """The spoken turn sharing most words with the fact (the named one on a tie); None
     when the fact shares no word with any spoken turn (nothing said supports it)."""
     spoken = [t for t in turns if t.spoken]
-    scores = {t.index: len(stems & _stems(t.visible)) for t in spoken}
+    scores = {t.index: len(stems & stems_of(t.visible)) for t in spoken}
     best = max(scores.values(), default=0)
     if best == 0:
         return None
@@ -532,146 +428,9 @@ def _cited(stems: set[str], named: int, turns: Sequence[Turn]) -> Turn | None:
 def _quote(stems: set[str], content: str) -> str:
     """The sentence of `content` sharing most words with the fact, verbatim; a statement
     rather than a question when a statement shares any."""
-    sentences = [s.strip() for s in _SENTENCE.findall(content) if s.strip()]
+    sentences = [s.strip() for s in SENTENCE.findall(content) if s.strip()]
     if not sentences:
         return content.strip()
-    statements = [s for s in sentences if not s.endswith("?") and stems & _stems(s)]
-    best: str = max(statements or sentences, key=lambda s: len(stems & _stems(s)))
+    statements = [s for s in sentences if not s.endswith("?") and stems & stems_of(s)]
+    best: str = max(statements or sentences, key=lambda s: len(stems & stems_of(s)))
     return best
-
-
-# Structures.
-
-
-def structure_candidates(
-    turns: Sequence[Turn], structures: dict[int, list[Structure]]
-) -> list[ExtractedCandidate]:
-    """A fact per table or code block of a user or assistant turn (not a trace or a log):
-    its lead-in line, then the structure verbatim."""
-    found: list[ExtractedCandidate] = []
-    for turn in turns:
-        if turn.role not in SPEAKERS:
-            continue
-        for structure in structures.get(turn.index, []):
-            if not structure.text.strip() or structure.text not in turn.content:
-                continue
-            if structure.kind is StructureKind.CODE and _TRACE.search(structure.text):
-                continue
-            found.append(_structure_fact(turn, structure))
-    return found
-
-
-_LIST_ITEM = re.compile(r"^\s*(?:[-*\u2022]|\d{1,2}[.)])\s+\S")
-
-
-def list_candidates(turns: Sequence[Turn]) -> list[ExtractedCandidate]:
-    """A fact per list of three items or more in an assistant's turn (a plan, an
-    itinerary, options): its lead-in line, then the list verbatim. The assistant made
-    it for the user; a small model summarises it into nothing."""
-    found: list[ExtractedCandidate] = []
-    for turn in turns:
-        if turn.role != ASSISTANT:
-            continue
-        lines = turn.visible.split("\n")
-        items = [i for i, line in enumerate(lines) if _LIST_ITEM.match(line)]
-        if len(items) < 3:
-            continue
-        block = "\n".join(lines[items[0] : items[-1] + 1])
-        lead_in = next((ln.strip() for ln in reversed(lines[: items[0]]) if ln.strip()), "")
-        heading = "The assistant gave the user this list" + (f": {lead_in}" if lead_in else ":")
-        found.append(
-            ExtractedCandidate(
-                kind=CandidateKind.FACT,
-                text=f"{heading}\n{block}",
-                memory_type="fact",
-                turns=[turn.index],
-                quote=block,
-            )
-        )
-    return found
-
-
-# Standing instructions, when the model missed them.
-
-_INSTRUCTION = re.compile(
-    r"^(?:(?:and|also|oh|so)[ ,]+)?(?:please\s+)?"
-    r"(?P<neg>never|don't ever|do not ever|don't|do not)?\s*(?P<rest>(?:always\s+)?\w.*?)"
-    r"(?:,\s*(?:i|i'm|i've|because|as|since|so)\b.*)?[.!]*$",
-    re.IGNORECASE,
-)
-_SECOND_PERSON = (
-    (r"\bme\b", "the user"),
-    (r"\bmy\b", "the user's"),
-    (r"\bmyself\b", "the user"),
-    (r"\bI\b", "the user"),
-    (r"\bI'm\b", "the user is"),
-)
-
-
-def instruction_candidates(turns: Sequence[Turn], clock: datetime) -> list[ExtractedCandidate]:
-    """A user's sentence that tells the assistant how to behave from now on ("Please
-    always reply in Spanish from now on", "Never book meetings before 10am"), as a
-    directive: "The user wants the assistant to always reply in Spanish from now on"."""
-    found: list[ExtractedCandidate] = []
-    for turn in turns:
-        if turn.role != USER:
-            continue
-        for sentence in (s.strip() for s in _SENTENCE.findall(turn.visible)):
-            text = _instruction(sentence)
-            if text is not None:
-                found.append(
-                    ExtractedCandidate(
-                        kind=CandidateKind.FACT,
-                        text=resolve(text, clock),
-                        memory_type="directive",
-                        turns=[turn.index],
-                        quote=sentence,
-                    )
-                )
-    return found
-
-
-_INSTRUCTION_START = re.compile(
-    r"^(?:(?:and|also|oh|so)[ ,]+)?(?:please\s+)?(?:always|never|don't|do not)\b"
-    r"|.*\bfrom now on\b",
-    re.IGNORECASE,
-)
-_FROM_NOW_ON = re.compile(r"^from now on[, ]*", re.IGNORECASE)
-
-
-def _instruction(sentence: str) -> str | None:
-    if sentence.endswith("?") or not _INSTRUCTION_START.match(sentence):
-        return None
-    match = _INSTRUCTION.match(sentence)
-    if match is None or re.match(r"(?:i|i'm|i've|my|we)\b", match["rest"], re.IGNORECASE):
-        return None
-    rest = match["rest"]
-    if _FROM_NOW_ON.match(rest):
-        rest = _FROM_NOW_ON.sub("", rest) + " from now on"
-    for pattern, replacement in _SECOND_PERSON:
-        rest = re.sub(pattern, replacement, rest, flags=re.IGNORECASE)
-    negation = (match["neg"] or "").lower()
-    if negation.startswith("never"):
-        rest = f"never {rest}"
-    to = "not to" if negation and not negation.startswith("never") else "to"
-    return _sentence(f"The user wants the assistant {to} {rest[0].lower()}{rest[1:]}")
-
-
-def _structure_fact(turn: Turn, structure: Structure) -> ExtractedCandidate:
-    who = "The user" if turn.role == USER else "The assistant"
-    lead_in = _lead_in(turn.content, structure.text)
-    heading = f"{who} shared this {structure.kind.value}" + (f": {lead_in}" if lead_in else ":")
-    return ExtractedCandidate(
-        kind=CandidateKind.FACT,
-        text=f"{heading}\n\n{structure.text}",
-        memory_type="fact",
-        turns=[turn.index],
-        quote=structure.text,
-    )
-
-
-def _lead_in(content: str, text: str) -> str:
-    """The last non-blank line before the structure, unless it is structure itself."""
-    before = content[: content.index(text)].rstrip().split("\n")
-    line = before[-1].strip() if before else ""
-    return "" if line.startswith(("|", "```", "~~~")) else line
