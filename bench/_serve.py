@@ -38,6 +38,7 @@ def jnh_serve(server: str, embedder: str, jnh: Path = DEFAULT_JNH) -> Iterator[S
             **{k: v for k, v in os.environ.items() if not k.startswith("JENNAH_")},
             "JENNAH_EMBEDDER": embedder,
             "JENNAH_HTTP_SERVER": server,
+            "JENNAH_FORMATION_MODEL": "rules",  # instant: the benchmarks measure the platform
         }
         process = subprocess.Popen(
             [str(jnh), "serve", "--port", str(port), "--data-dir", tmp],

@@ -4,6 +4,8 @@ Starts `jnh serve` on a free loopback port with a fresh data directory, waits
 until it answers, commits a few chunks and runs one semantic query over HTTP
 (so the embedding model and the scope's vector index are surely loaded),
 waits, then reads VmRSS of the server and all its descendants from /proc.
+With `--model local` it also forms one 4-turn conversation (the formation model
+loaded and both its prompts cached) and reads VmRSS and the peak (VmHWM) after it.
 Stops the server at the end. Linux only.
 """
 
@@ -43,7 +45,7 @@ def main() -> None:
 def _run_server(args: argparse.Namespace, embedder: str) -> list[list[object]]:
     with tempfile.TemporaryDirectory(prefix="jennah-rss-") as tmp:
         port = args.port or _free_port()
-        env = {**os.environ, "JENNAH_EMBEDDER": embedder}
+        env = {**os.environ, "JENNAH_EMBEDDER": embedder, "JENNAH_FORMATION_MODEL": args.model}
         server = subprocess.Popen(
             [str(args.jnh), "serve", "--port", str(port), "--data-dir", tmp],
             env=env,
@@ -62,6 +64,11 @@ def _parse_args() -> argparse.Namespace:
     parser.add_argument("--jnh", type=Path, default=DEFAULT_JNH, help="the jnh executable")
     parser.add_argument("--port", type=int, default=0, help="port (default: a free one)")
     parser.add_argument("--idle", type=float, default=2.0, help="seconds to wait before reading")
+    parser.add_argument(
+        "--model",
+        default="rules",
+        help="JENNAH_FORMATION_MODEL: rules (default: no model) or local (also forms once)",
+    )
     parser.add_argument(
         "--embedders",
         type=lambda s: s.split(","),
@@ -98,7 +105,22 @@ def _measure(
     rows.append([f"after 1 commit + 1 query ({hits} hits)", *_rss(server.pid)])
     time.sleep(args.idle)
     rows.append([f"idle {args.idle:g} s later", *_rss(server.pid)])
+    if args.model == "local":
+        started = time.perf_counter()
+        _post(f"{base}/v1/agents/rss-bench/memory:form", {"turns": FORM_TURNS}, token, 1900)
+        form_s = time.perf_counter() - started
+        rows.append([f"after 1 formation ({form_s:.0f} s)", *_rss(server.pid)])
+        peak = _status_field(server.pid, "VmHWM") or "?"
+        rows.append([f"peak of the server process (VmHWM {peak})", "", ""])
     return rows
+
+
+FORM_TURNS = [
+    {"role": "TURN_ROLE_USER", "content": "I'm Priya, I work as a nurse at St Mary's in Leeds."},
+    {"role": "TURN_ROLE_USER", "content": "Please always ask me before booking anything."},
+    {"role": "TURN_ROLE_ASSISTANT", "content": "I'd recommend the Aquatics Centre."},
+    {"role": "TURN_ROLE_USER", "content": "Thanks!"},
+]
 
 
 def _wait_ready(server: subprocess.Popen[bytes], base: str) -> None:
@@ -115,7 +137,7 @@ def _wait_ready(server: subprocess.Popen[bytes], base: str) -> None:
     raise SystemExit(f"jnh serve did not answer within {READY_TIMEOUT_S:g} s")
 
 
-def _post(url: str, body: dict[str, Any], token: str) -> dict[str, Any]:
+def _post(url: str, body: dict[str, Any], token: str, timeout: float = 60) -> dict[str, Any]:
     request = urllib.request.Request(
         url,
         data=json.dumps(body).encode(),
@@ -123,7 +145,7 @@ def _post(url: str, body: dict[str, Any], token: str) -> dict[str, Any]:
         method="POST",
     )
     try:
-        with urllib.request.urlopen(request, timeout=60) as response:
+        with urllib.request.urlopen(request, timeout=timeout) as response:
             answer: dict[str, Any] = json.loads(response.read())
             return answer
     except urllib.error.HTTPError as exc:

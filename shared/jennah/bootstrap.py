@@ -147,7 +147,7 @@ class Container:
                     operations=self.operations,
                     queue=self.tasks,
                     now=self.now,
-                    model_call_deadline=self.settings.model_call_timeout_seconds,
+                    model_call_deadline=model_call_deadline(self.settings),
                     lease=timedelta(seconds=self.settings.operation_lease_seconds),
                     report=log_formation,
                 )
@@ -195,12 +195,13 @@ class Container:
             return self._access
 
     def warm(self) -> None:
-        """Build everything now and load the embedding model (for `jnh serve`)."""
+        """Build everything now and load the embedding model and a local formation model
+        (for `jnh serve`)."""
         _ = self.access
         _ = self.vocabularies
-        embedder = self.embedder
-        if isinstance(embedder, _Loadable):
-            embedder.load()
+        for adapter in (self.embedder, self.model):
+            if isinstance(adapter, _Loadable):
+                adapter.load()
 
     def close(self) -> None:
         if isinstance(self._tasks, _Closable):  # first: the workers still use the stores
@@ -395,7 +396,12 @@ def _vertex_project(settings: Settings, what: str) -> str:
 
 
 def build_model(settings: Settings) -> LanguageModel:
-    """`rules` (offline, deterministic: the embedded default) or Gemini on Vertex AI."""
+    """`rules` (offline, deterministic), `local` (a GGUF model in-process: `jnh serve`'s
+    default) or Gemini on Vertex AI."""
+    if settings.formation_model == "local":
+        from jennah.adapters.models.local import LocalModel
+
+        return LocalModel(settings.model_cache_dir, threads=settings.local_model_threads)
     if settings.formation_model == "vertex":
         from jennah.adapters.models.vertex import VertexModel
 
@@ -408,6 +414,20 @@ def build_model(settings: Settings) -> LanguageModel:
     from jennah.adapters.models.rules import RulesModel
 
     return RulesModel()
+
+
+def model_call_deadline(settings: Settings) -> float:
+    """Each formation model call's time bound: the local model's own when it answers."""
+    if settings.formation_model == "local":
+        return settings.local_model_call_timeout_seconds
+    return settings.model_call_timeout_seconds
+
+
+def local_model_missing() -> str | None:
+    """Why the local formation model cannot run here (a sentence), or None when it can."""
+    from jennah.adapters.models.local_weights import missing
+
+    return missing()
 
 
 def build_verifier(settings: Settings) -> IdTokenVerifier | None:

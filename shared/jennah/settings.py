@@ -22,13 +22,19 @@ class Settings(BaseSettings):
     # vocabularies, operations): Firestore in production, the SQLite file locally
     control: Literal["sqlite", "firestore"] = "sqlite"
     embedder: Literal["minilm", "hashing", "vertex"] = "minilm"
-    # the formation model: "rules" (offline, deterministic) unless Vertex AI is configured
-    formation_model: Literal["rules", "vertex"] = "rules"
+    # the formation model: "rules" (offline, deterministic: the library's default, fast for
+    # tests), "local" (Qwen2.5-Coder-1.5B in-process: `jnh serve`'s default) or "vertex"
+    formation_model: Literal["rules", "vertex", "local"] = "rules"
 
     # embedded default
     data_dir: Path = Path.home() / ".jennah"
-    # where the local embedder keeps its quantized model (built on first load)
+    # where the local embedder keeps its quantized model (built on first load) and the
+    # local formation model its reassembled weights
     model_cache_dir: Path = Path.home() / ".cache" / "jennah"
+    # the local formation model: its threads (0: one per usable core), and each call's
+    # time bound (it runs on the CPU, one call at a time: far slower than Vertex AI)
+    local_model_threads: int = Field(default=0, ge=0)
+    local_model_call_timeout_seconds: float = Field(default=600.0, gt=0)
 
     # Cloud Spanner (SPANNER_EMULATOR_HOST switches the client to the emulator)
     spanner_project: str = "jennah-local"

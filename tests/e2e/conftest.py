@@ -83,7 +83,8 @@ class Server:
 @contextlib.contextmanager
 def serving(workdir: Path, data_dir: Path | None = None, **env: str) -> Iterator[Server]:
     """`jnh serve` on a free port until the block ends; its banner in `Server.banner`;
-    `env` adds JENNAH_ settings to its environment."""
+    `env` adds JENNAH_ settings to its environment. The formation model is `rules` (fast,
+    deterministic) unless `env` names another."""
     port = free_port()
     server = Server(f"http://127.0.0.1:{port}", data_dir or workdir / "data", workdir)
     log_path = workdir / f"serve-{port}.log"
@@ -91,7 +92,8 @@ def serving(workdir: Path, data_dir: Path | None = None, **env: str) -> Iterator
         process = subprocess.Popen(
             [*jnh_command(), "serve", "--host", "127.0.0.1", "--port", str(port),
              "--data-dir", str(server.data_dir)],
-            env=server.env(JENNAH_EMBEDDER="hashing", JENNAH_STORE="sqlite", **env),
+            env=server.env(**({"JENNAH_FORMATION_MODEL": "rules"} | env), JENNAH_EMBEDDER="hashing",
+                           JENNAH_STORE="sqlite"),
             stdout=subprocess.PIPE, stderr=log, text=True,
         )  # fmt: skip
         server.pid = process.pid

@@ -54,6 +54,10 @@ def test_print_token_prints_the_credentials_files_token(server: Server) -> None:
     assert any("user:root of enterprise 'local': created now" in x for x in server.banner)
 
 
+def test_the_banner_names_the_formation_model(server: Server) -> None:
+    assert "  model      rules (offline, deterministic)" in server.banner  # pinned by `serving`
+
+
 def test_commit_from_a_yaml_file(seeded: dict[str, Any]) -> None:
     assert seeded["chunksWritten"] == "3"
     assert seeded["nodesWritten"] == "3"

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from jennah.services.local_enterprise import LocalRoot
 
 DEFAULT_PORT = 8080
+FORMATION_MODELS = ("rules", "vertex", "local")
 
 
 @click.command(
@@ -43,8 +44,10 @@ DEFAULT_PORT = 8080
     use it automatically and `jnh auth print-token` prints it. The store and embedder come from
     JENNAH_STORE (sqlite, the default, at <data-dir>/memory.db; or spanner) and
     JENNAH_EMBEDDER (minilm, the default; or hashing for fast tests), the model
-    memory:form uses from JENNAH_FORMATION_MODEL (rules, the default: offline and
-    deterministic; or vertex, Gemini on Vertex AI with JENNAH_VERTEX_PROJECT). Formations
+    memory:form uses from --model, else JENNAH_FORMATION_MODEL, else local:
+    Qwen2.5-Coder-1.5B in this process, on the CPU, installed by scripts/bootstrap
+    (without its packages jnh serve says so and uses rules); rules, offline and
+    deterministic; or vertex, Gemini on Vertex AI with JENNAH_VERTEX_PROJECT. Formations
     run as operations on a pool of JENNAH_LOCAL_FORM_WORKERS threads (4), as the
     form-worker function runs them in production. The local enterprise is on the
     Enterprise plan. --host and --port default to those of JENNAH_ENDPOINT
@@ -62,15 +65,29 @@ DEFAULT_PORT = 8080
 )  # fmt: skip
 @data_dir_option
 @click.option(
-    "--no-preload", is_flag=True, help="Load the embedding model on the first request instead."
+    "--model",
+    type=click.Choice(FORMATION_MODELS),
+    default=None,
+    help="The formation model [default: JENNAH_FORMATION_MODEL, else local].",
 )
-def serve(host: str | None, port: int | None, data_dir: Path | None, no_preload: bool) -> None:
+@click.option(
+    "--no-preload",
+    is_flag=True,
+    help="Load the embedding and formation models on first use instead.",
+)
+def serve(
+    host: str | None, port: int | None, data_dir: Path | None, model: str | None, no_preload: bool
+) -> None:
     from jennah.api.app import create_app  # the server's imports stay off other commands
     from jennah.api.server import make_server
     from jennah.bootstrap import Container
     from jennah.services.formation.recovery import recover
 
-    settings = load_settings(data_dir)
+    settings, fallback = formation_model(load_settings(data_dir), model)
+    if fallback:
+        from jennah.api.logs import log
+
+        log("WARNING", fallback)
     default_host, default_port = _endpoint_address(settings.endpoint)
     container = Container(settings)
     root = ensure_local_root(container)
@@ -88,7 +105,7 @@ def serve(host: str | None, port: int | None, data_dir: Path | None, no_preload:
         kind=settings.http_server,
         request_timeout=settings.request_timeout_seconds,
     )
-    _print_banner(settings, host or default_host, server.port, root)
+    _print_banner(settings, host or default_host, server.port, root, fallback)
     signal.signal(signal.SIGTERM, _stop)
     try:
         server.serve_forever()
@@ -97,6 +114,24 @@ def serve(host: str | None, port: int | None, data_dir: Path | None, no_preload:
     finally:
         server.server_close()
         container.close()
+
+
+def formation_model(settings: Settings, requested: str | None) -> tuple[Settings, str | None]:
+    """The settings `jnh serve` runs with: the formation model --model names, else the one
+    JENNAH_FORMATION_MODEL names, else `local`; `rules` when `local` cannot run here, with
+    the sentence saying why (None when nothing fell back)."""
+    from jennah.bootstrap import local_model_missing
+
+    named = "formation_model" in settings.model_fields_set
+    wanted = requested or (settings.formation_model if named else "local")
+    missing = local_model_missing() if wanted == "local" else None
+    if missing is None:
+        return settings.model_copy(update={"formation_model": wanted}), None
+    fallback = (
+        f"the local formation model cannot run: {missing}; formations use the rules model "
+        "(run scripts/bootstrap to install the local model)"
+    )
+    return settings.model_copy(update={"formation_model": "rules"}), fallback
 
 
 def ensure_local_root(container: Container) -> LocalRoot:
@@ -128,7 +163,9 @@ def _endpoint_address(endpoint: str) -> tuple[str, int]:
     return parts.hostname or "127.0.0.1", parts.port or DEFAULT_PORT
 
 
-def _print_banner(settings: Settings, host: str, port: int, root: LocalRoot) -> None:
+def _print_banner(
+    settings: Settings, host: str, port: int, root: LocalRoot, fallback: str | None
+) -> None:
     url = f"http://{host}:{port}"
     store = (
         f"sqlite at {settings.data_dir / 'memory.db'}"
@@ -139,6 +176,9 @@ def _print_banner(settings: Settings, host: str, port: int, root: LocalRoot) -> 
     click.echo(f"Jennah Memory is listening on {url}")
     click.echo(f"  store      {store}")
     click.echo(f"  embedder   {settings.embedder}")
+    click.echo(f"  model      {_model_line(settings)}")
+    if fallback:
+        click.echo(f"             ({fallback})")
     click.echo(f"  openapi    {url}/openapi.json")
     click.echo(f"  root       {ROOT_PRINCIPAL} of enterprise "
                f"{LOCAL_ENTERPRISE_ID!r}: {_root_news(root)}")  # fmt: skip
@@ -146,6 +186,16 @@ def _print_banner(settings: Settings, host: str, port: int, root: LocalRoot) -> 
     click.echo(f"             (held in {credentials_path(settings.data_dir)}; jnh uses it")
     click.echo("             when no --token, JENNAH_TOKEN or `jnh auth login` says otherwise)")
     click.echo("Press Ctrl+C to stop.", nl=True)
+
+
+def _model_line(settings: Settings) -> str:
+    if settings.formation_model == "local":
+        from jennah.adapters.models.local import MODEL
+
+        return f"local ({MODEL}, in this process, on the CPU)"
+    if settings.formation_model == "vertex":
+        return f"vertex ({settings.vertex_model} in {settings.vertex_location})"
+    return "rules (offline, deterministic)"
 
 
 def _root_news(root: LocalRoot) -> str:

@@ -160,7 +160,8 @@ def reconcile(
 
 
 def reconcile_data(asked: Sequence[Candidate]) -> dict[str, Any]:
-    """The reconcile prompt's data object: the candidates and their nearest memories."""
+    """The reconcile prompt's data object: the candidates, each naming its nearest
+    memories (`neighbours`, nearest first), and those memories."""
     existing: dict[str, Memory] = {}
     for candidate in asked:
         for memory in candidate.neighbours:
@@ -173,6 +174,7 @@ def reconcile_data(asked: Sequence[Candidate]) -> dict[str, Any]:
                 "kind": c.kind.value,
                 "text": c.text,
                 "memoryType": c.memory_type.value if c.is_fact else "relationship",
+                "neighbours": [m.id for m in c.neighbours],
             }
             for c in asked
         ],

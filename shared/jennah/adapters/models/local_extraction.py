@@ -1,0 +1,436 @@
+"""The `local` model's extraction: its own small-model prompt, and the answer mapped back.
+
+The formation's extract prompt is read for its data block only (turns, roles,
+clock, structures). The 1.5B model gets a short prompt with worked examples and
+writes, per fact, only the turn it comes from and a third-person sentence
+(`{"facts": [{"turn": 2, "text": "The user ..."}]}`, grammar-constrained); code
+does the rest, deterministically:
+
+- tool calls and results are not shown to the model (tool output counts only where
+  the assistant passed it on, and then the assistant's turn says it); tables and code
+  blocks are shown as a placeholder; text posing as the system or another turn is
+  not shown (`local_turns`);
+- relative dates, copied as said, are written as absolute ones from the clock
+  (`local_dates.resolve`);
+- the cited turn is checked against the words of the fact: the user or assistant
+  turn sharing most of them is cited (the model's own turn on a tie), a fact sharing
+  none with any is dropped; the quote is the cited turn's sentence sharing most (a
+  statement rather than a question);
+- a fact from an assistant turn says so ("The assistant said that ...") when the
+  model did not; a fact quoting a user's question (unless it is an instruction), a
+  user's errand ("Book me ..."), an assistant's restatement of what the user said
+  (most of its words the user's, no figure of its own), a restatement of the
+  conversation ("The user asked ...", "The assistant will ..."), a fact that leans on
+  the conversation ("... there", "the lunchtime one"), one that says less than a fact
+  before it (its date aside) or only that a kept table was shared, and chit-chat
+  (thanks, greetings, offers of help) are dropped;
+- a fact written as an instruction ("Please always ...", "The assistant must ...")
+  is the user's directive, worded "The user wants the assistant to ..."; so is what
+  the model made of a question asking for standing behaviour ("... from now on?").
+  Any other fact is a fact: a small model's finer labels are not stable enough to
+  keep (reconciliation refuses to revise across memory types);
+- tables, code blocks, the assistant's lists and the user's standing instructions
+  the model missed are added verbatim by code (`local_verbatim`).
+Long conversations are split into windows of whole turns, one generation each; a
+greedy loop is cut at its first repeated fact; an empty answer to turns that say
+something substantive is asked again, for at least one fact.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from datetime import datetime
+from typing import Any
+
+from jennah.adapters.models.local_dates import resolve
+from jennah.adapters.models.local_turns import (
+    ASSISTANT,
+    SENTENCE,
+    SPEAKERS,
+    USER,
+    Turn,
+    as_sentence,
+    stems_of,
+    undated,
+)
+from jennah.adapters.models.local_verbatim import (
+    instruction_candidates,
+    list_candidates,
+    structure_candidates,
+)
+from jennah.domain.formation import CandidateKind, ExtractedCandidate, Structure
+
+MAX_FACTS = 12  # per window
+MAX_FACT_CHARS = 240
+TURN_CHARS = 1500  # of one turn shown to the model
+WINDOW_CHARS = 4000  # of turns shown in one generation
+TOKENS_PER_FACT = 70  # an upper bound: turn, text of MAX_FACT_CHARS, JSON
+RESTATED = 0.5  # of an assistant fact's words already said by the user: a restatement
+
+SYSTEM = "\n".join(
+    [
+        "You extract memories from a conversation between a user and an AI assistant.",
+        "A memory is something worth knowing in a later conversation: who the user is "
+        "(name, job, home), health, diet and allergies, family, friends, colleagues and pets "
+        "and facts about them, plans, appointments and events, likes and dislikes, money, "
+        "home and belongings, and standing instructions for the assistant. What the "
+        "assistant recommended, answered, booked or made for the user counts too.",
+        "Rules:",
+        "1. One memory per item: a sentence that says several things gives several items.",
+        '2. Write "text" as a full sentence in the third person that makes sense on its '
+        'own: "The user ...", "The user\'s daughter ...", "Aisha ...". An instruction for '
+        'the assistant is written "The assistant must ...". What the assistant said or '
+        'did is written "The assistant recommended ...", "The assistant booked ...".',
+        '3. Copy time words exactly as said ("tomorrow", "next Tuesday", "last month"); '
+        "never compute dates.",
+        '4. "turn" is the number of the turn that says it.',
+        "5. Skip greetings, thanks, small talk, the user's questions and requests, offers "
+        "of help, and what the assistant only repeats from the user.",
+        '6. If there is nothing to remember, answer {"facts": []}.',
+    ]
+)
+
+
+def schema(turns: int, *, at_least_one: bool = False) -> dict[str, Any]:
+    """The answer the model is constrained to (property order is generation order);
+    `at_least_one` makes an empty answer impossible (see `substantive`)."""
+    return {
+        "type": "object",
+        "properties": {
+            "facts": {
+                "type": "array",
+                "minItems": 1 if at_least_one else 0,
+                "maxItems": MAX_FACTS,
+                "items": {
+                    "type": "object",
+                    "properties": {
+                        "turn": {"type": "integer", "minimum": 1, "maximum": max(1, turns)},
+                        "text": {"type": "string", "maxLength": MAX_FACT_CHARS},
+                    },
+                    "required": ["turn", "text"],
+                    "additionalProperties": False,
+                },
+            }
+        },
+        "required": ["facts"],
+        "additionalProperties": False,
+    }
+
+
+_ITEM = re.compile(r'\{\s*"turn"\s*:\s*(\d+)\s*,\s*"text"\s*:\s*"((?:[^"\\]|\\.)*)"\s*\}')
+
+
+def without_repeats(answer: str) -> str | None:
+    """The answer ended before its first repeated fact (a small model's greedy loop:
+    the same fact again and again until the item bound), or None while none repeats."""
+    seen: set[str] = set()
+    end = 0
+    for item in _ITEM.finditer(answer):
+        text = " ".join(item[2].lower().split())
+        if text in seen:
+            return answer[:end] + "]}"
+        seen.add(text)
+        end = item.end()
+    return None
+
+
+_SHOTS: tuple[tuple[list[tuple[str, str]], str], ...] = (
+    (
+        [
+            (USER, "Hey, I'm Tom. I teach maths at a school in Bristol and I can't have peanuts."),
+            (USER, "My son Leo plays football on Saturday mornings from next week. "
+                   "Never call me before 9am."),
+            (ASSISTANT, "Good luck to Leo! The Harbourside Bakery opens at 7am if you need "
+                        "breakfast before the match."),
+            (USER, "Cool, cheers."),
+        ],
+        '{"facts": ['
+        '{"turn": 1, "text": "The user\'s name is Tom."}, '
+        '{"turn": 1, "text": "The user teaches maths at a school in Bristol."}, '
+        '{"turn": 1, "text": "The user cannot have peanuts."}, '
+        '{"turn": 2, "text": "The user has a son called Leo."}, '
+        '{"turn": 2, "text": "The user\'s son Leo plays football on Saturday mornings from '
+        'next week."}, '
+        '{"turn": 2, "text": "The assistant must never call the user before 9am."}, '
+        '{"turn": 3, "text": "The assistant recommended the Harbourside Bakery, which opens at '
+        '7am, for breakfast before Leo\'s match."}]}',
+    ),
+    (
+        [
+            (USER, "Can you book a table for two near Angel on Friday at 8?"),
+            ("tool", ""),
+            (ASSISTANT, "Done: I've booked Trullo on Upper Street for two, Friday at 8pm."),
+            (USER, "great. btw my manager Dan moved to the Berlin office last week, so Priti "
+                   "runs our team now. And I've stopped drinking coffee, only tea for me."),
+            (ASSISTANT, "Noted, tea it is from now on."),
+        ],
+        '{"facts": ['
+        '{"turn": 3, "text": "The assistant booked a table for two at Trullo on Upper Street '
+        'for Friday at 8pm."}, '
+        '{"turn": 4, "text": "The user\'s manager Dan moved to the Berlin office last '
+        'week."}, '
+        '{"turn": 4, "text": "Priti runs the user\'s team now."}, '
+        '{"turn": 4, "text": "The user no longer drinks coffee and only drinks tea."}]}',
+    ),
+    (
+        [
+            (USER, "hello there"),
+            (ASSISTANT, "Hi! What can I do for you today?"),
+            (USER, "just saying hi :)"),
+        ],
+        '{"facts": []}',
+    ),
+)  # fmt: skip
+
+
+def shots() -> tuple[tuple[str, str], ...]:
+    """The worked examples, as (user message, assistant answer) pairs."""
+    return tuple(
+        (render([Turn(i, role, text) for i, (role, text) in enumerate(turns)], {}), answer)
+        for turns, answer in _SHOTS
+    )
+
+
+def render(turns: Sequence[Turn], structures: dict[int, list[Structure]]) -> str:
+    """The turns as the model reads them: `[n] role: content`, n counted from 1."""
+    return "\n".join(f"[{t.index + 1}] {_role(t)}: {_shown(t, structures)}" for t in turns)
+
+
+def _role(turn: Turn) -> str:
+    return turn.role if turn.role in SPEAKERS else "tool"
+
+
+def _shown(turn: Turn, structures: dict[int, list[Structure]]) -> str:
+    if turn.role not in SPEAKERS:
+        return "(tool output, not shown)"
+    content = turn.visible
+    for structure in structures.get(turn.index, []):
+        content = content.replace(structure.text, f"[{structure.kind.value}]")
+    content = " ".join(content.split())
+    return content if len(content) <= TURN_CHARS else content[:TURN_CHARS] + " ..."
+
+
+_FIRST_PERSON = re.compile(r"\b(?:i|i'm|i've|i'd|i'll|my|we|we're|we've|our|me)\b", re.I)
+_SMALL_TALK = re.compile(
+    r"\b(?:hi|hello|hey|morning|night|thanks?|thank you|cheers|bye|haha|lol|joke)\b", re.I
+)
+
+
+def substantive(turns: Sequence[Turn]) -> bool:
+    """Whether the turns say something a small model should not answer with nothing:
+    a user's statement (eight words or more, or six about themselves; no small talk), or an
+    assistant's turn of 25 words or more (an answer, a plan). A 1.5B model answers
+    some of these with an empty list; asked again, it must name at least one fact."""
+    for turn in turns:
+        if turn.role == ASSISTANT and len(turn.visible.split()) >= 25:
+            return True
+        if turn.role == USER and any(_statement(s) for s in SENTENCE.findall(turn.visible)):
+            return True
+    return False
+
+
+def _statement(sentence: str) -> bool:
+    sentence = sentence.strip()
+    words = len(sentence.split())
+    if sentence.endswith("?") or _SMALL_TALK.search(sentence):
+        return False
+    return words >= 8 or (words >= 6 and bool(_FIRST_PERSON.search(sentence)))
+
+
+def windows(turns: Sequence[Turn], structures: dict[int, list[Structure]]) -> list[list[Turn]]:
+    """Consecutive runs of whole turns, each rendering to at most WINDOW_CHARS."""
+    found: list[list[Turn]] = []
+    size = 0
+    for turn in turns:
+        length = len(render([turn], structures)) + 1
+        if found and size + length <= WINDOW_CHARS:
+            found[-1].append(turn)
+            size += length
+        else:
+            found.append([turn])
+            size = length
+    return found
+
+
+# The answer, mapped back.
+
+_CHITCHAT = re.compile(
+    r"\b(thank(?:s|ed|ing)?|greet(?:s|ed|ing)?|said (?:hello|hi|goodbye|good night)|"
+    r"how (?:are|is) (?:you|the user)|offer(?:s|ed)? (?:to help|help|further)|"
+    r"(?:happy|glad) to help|wish(?:es|ed)? the user|good luck|congratulat\w*|"
+    r"(?:asked|asks) (?:the assistant|what|how|whether|if|for help))\b",
+    re.IGNORECASE,
+)
+# How a small model restates the conversation instead of what was said in it: "The user
+# asked ...", "The user mentioned ...", and the assistant's acknowledgements and promises
+# ("The assistant saved ...", "The assistant will ...": an instruction says "must").
+_META = re.compile(
+    r"^the user (?:asked|asks|mentioned|mentions|said|says|told|tells|wants to know|"
+    r"wondered|requested|requests|is asking|confirmed|confirms|agreed|replied|responded)\b|"
+    r"^the assistant (?:saved|noted|stored|remembered|will|would|can|could|is going to|"
+    r"offered|offers|asked|asks|acknowledged|confirmed|understood|agreed)\b",
+    re.IGNORECASE,
+)
+# Words of a fact that only says a table or code block was shared or kept.
+_STRUCTURE_WORDS = frozenset({"table", "shown", "provi", "saved", "share", "code", "block"})
+_DIRECTIVE = re.compile(
+    r"^(?:the assistant (?:must|should|needs? to|has to|is to|shall|will always|will never)|"
+    r"the user wants the assistant (?:to|not to)|always|never|do not|don't)\b",
+    re.IGNORECASE,
+)
+# A user's question asking for standing behaviour ("Can you set all my reminders to
+# Lisbon time from now on?"): what the model made of it is a directive.
+_STANDING = re.compile(
+    r"\b(?:from now on|going forward|in future|always|never|every time|whenever)\b", re.I
+)
+# An instruction the model wrote as it was said ("Please always ask ..."), or as the
+# assistant's duty ("The assistant must ..."), rewritten as the user's: "The user wants
+# the assistant to always ask ..." (a user's instruction is the user's memory).
+_IMPERATIVE = re.compile(
+    r"^(?:please\s+|the assistant (?:must|should|needs? to|has to)\s+)?"
+    r"(?P<neg>do not\s+|don't\s+|not\s+)?(?=\w)",
+    re.IGNORECASE,
+)
+_IMPERATIVE_START = re.compile(
+    r"^(?:please|always|never|do not|don't|the assistant (?:must|should|needs? to|has to))\b",
+    re.IGNORECASE,
+)
+# A user's request for something done now ("Book me a hotel ...", "Find me ..."): what
+# the user "wants" then is the errand, not a memory.
+_ERRAND = re.compile(
+    r"^(?:please\s+)?(?:book|find|get|show|search|look up|send|order|buy|call|email|"
+    r"check|give|tell|write|draft|make)\b",
+    re.IGNORECASE,
+)
+_WANTS = re.compile(r"^the user (?:wants|would like|needs|is looking)\b", re.IGNORECASE)
+# A fact that leans on the conversation for its meaning ("The user has been there for
+# two years", "... the lunchtime one").
+_VAGUE = re.compile(
+    r"\b(?:there|the \w+ one)\b(?! (?:is|are|was|were)\b)|\b(?:it|that|them)\.$", re.I
+)
+
+
+def candidates(
+    facts: Iterable[dict[str, Any]],
+    turns: Sequence[Turn],
+    structures: dict[int, list[Structure]],
+    clock: datetime,
+) -> list[ExtractedCandidate]:
+    """The model's facts as extraction candidates, the user's standing instructions it
+    missed, then the kept structures and the assistant's lists; a fact that only says a
+    kept structure was shared is left to the structure's own fact."""
+    kept = structure_candidates(turns, structures) + list_candidates(turns)
+    headings = [stems_of(c.text.split("\n\n", 1)[0]) for c in kept]
+    about_kept = set().union(*headings) | _STRUCTURE_WORDS if kept else set()
+    found: list[ExtractedCandidate] = []
+    seen: list[set[str]] = []
+    for fact in facts:
+        candidate = _candidate(fact, turns, clock)
+        if candidate is None:
+            continue
+        stems = stems_of(candidate.text)
+        if any(_same(stems, other) for other in seen) or (kept and stems <= about_kept):
+            continue
+        if len(undated(stems)) > 1 and any(undated(stems) <= other for other in seen):
+            continue  # says less than a fact before it (its date aside)
+        seen.append(stems)
+        found.append(candidate)
+    for instruction in instruction_candidates(turns, clock):
+        stems = stems_of(instruction.text)
+        if not any(len(stems & other) * 2 >= len(stems) for other in seen):
+            seen.append(stems)
+            found.append(instruction)
+    return found + kept
+
+
+def _same(a: set[str], b: set[str]) -> bool:
+    return bool(a) and len(a & b) / len(a | b) >= 0.8
+
+
+def _candidate(
+    fact: dict[str, Any], turns: Sequence[Turn], clock: datetime
+) -> ExtractedCandidate | None:
+    text = as_sentence(str(fact.get("text", "")))
+    if not text or text.endswith("?") or _CHITCHAT.search(text) or _VAGUE.search(text):
+        return None
+    if _META.search(text) and not _DIRECTIVE.search(text):
+        return None
+    stems = stems_of(text)
+    turn = _cited(stems, int(fact.get("turn", 0)) - 1, turns)
+    if turn is None:
+        return None
+    quote = _quote(stems, turn.visible)
+    if turn.role == USER:
+        text = _addressed(text)
+        standing = quote.endswith("?") and bool(_STANDING.search(quote))
+        directive = standing or bool(_DIRECTIVE.search(text))
+        if not directive and (quote.endswith("?") or (_WANTS.match(text) and _ERRAND.match(quote))):
+            return None  # a question or an errand, not something the user stated
+    else:
+        directive = False
+        if _restated(stems, turn, turns):
+            return None
+        if "assistant" not in text.lower():
+            text = f"The assistant said that {text[0].lower()}{text[1:]}"
+    return ExtractedCandidate(
+        kind=CandidateKind.FACT,
+        text=resolve(text, clock),
+        memory_type="directive" if directive else "fact",
+        turns=[turn.index],
+        quote=quote,
+    )
+
+
+def _addressed(text: str) -> str:
+    """An imperative ("Please always ask me ...", "Never call ...") or an assistant's duty
+    ("The assistant must ...") as the user's instruction ("The user wants the assistant to
+    always ask ..."); other text as it is."""
+    if not _IMPERATIVE_START.match(text):
+        return text
+    match = _IMPERATIVE.match(text)
+    assert match is not None  # the pattern matches the start of any text
+    rest = text[match.end() :]
+    wants = (
+        "The user wants the assistant not to "
+        if match["neg"]
+        else "The user wants the assistant to "
+    )
+    return wants + rest[0].lower() + rest[1:] if rest else text
+
+
+def _restated(stems: set[str], turn: Turn, turns: Sequence[Turn]) -> bool:
+    """The words the fact takes from the assistant's turn are mostly the user's own,
+    said before, and it adds no figure: an acknowledgement or restatement, not something
+    the assistant supplied."""
+    taken = stems & stems_of(turn.visible)
+    said = set().union(
+        *(stems_of(t.visible) for t in turns if t.role == USER and t.index < turn.index)
+    )
+    if not taken or any(any(c.isdigit() for c in word) for word in taken - said):
+        return False
+    return len(taken & said) / len(taken) >= RESTATED
+
+
+def _cited(stems: set[str], named: int, turns: Sequence[Turn]) -> Turn | None:
+    """The spoken turn sharing most words with the fact (the named one on a tie); None
+    when the fact shares no word with any spoken turn (nothing said supports it)."""
+    spoken = [t for t in turns if t.spoken]
+    scores = {t.index: len(stems & stems_of(t.visible)) for t in spoken}
+    best = max(scores.values(), default=0)
+    if best == 0:
+        return None
+    if scores.get(named) == best:
+        return next(t for t in spoken if t.index == named)
+    return next(t for t in spoken if scores[t.index] == best)
+
+
+def _quote(stems: set[str], content: str) -> str:
+    """The sentence of `content` sharing most words with the fact, verbatim; a statement
+    rather than a question when a statement shares any."""
+    sentences = [s.strip() for s in SENTENCE.findall(content) if s.strip()]
+    if not sentences:
+        return content.strip()
+    statements = [s for s in sentences if not s.endswith("?") and stems & stems_of(s)]
+    best: str = max(statements or sentences, key=lambda s: len(stems & stems_of(s)))
+    return best

@@ -1,0 +1,270 @@
+"""An in-process GGUF runner on llama.cpp (cyllama), CPU only, for the `local` model.
+
+- Loaded lazily, on the first generation; `cyllama` is imported only then.
+- ChatML prompts (the Qwen2.5 family): a system prompt and few-shot turns form a
+  *prefix*, decoded once per process; its KV state is kept per distinct prefix and
+  restored when calls alternate between prompts (extraction, reconciliation), so a
+  call decodes only its own suffix.
+- Greedy decoding constrained by a GBNF grammar made from a JSON schema, whose
+  whitespace rule allows at most one blank (small models otherwise pad with spaces).
+- `should_stop` is asked between decode batches and between tokens: a call stops
+  there, within about a second, and reports what it had used (`Stopped`).
+- `finish`, when given, sees the answer so far each time a token closes a JSON object
+  or array; returning a text ends the generation with that text as the answer (the
+  caller's way out of a small model's loops, e.g. the same fact again and again).
+- Threads: the prompt is decoded on every usable core; tokens are generated on every
+  usable core too unless the machine is busier than that (1-minute load average above
+  the cores + 0.5), then on one thread. Generating a token synchronises the threads at
+  every layer, and on a shared machine each wait costs a scheduler tick: measured on 2
+  cores at load average ~8, 0.6 tokens/s on 2 threads against 2.4-4 on 1.
+
+Not thread-safe: the `local` model serialises calls with its own lock.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+DECODE_CHUNK = 64  # prompt tokens decoded between two `should_stop` checks
+
+
+@dataclass(frozen=True)
+class Generation:
+    """One generation: the text, and the tokens it read (whole prompt) and wrote."""
+
+    text: str
+    prompt_tokens: int
+    generated_tokens: int
+    finished: bool  # the model ended its answer (not cut at max_tokens)
+
+
+class Stopped(Exception):
+    """`should_stop` said so; the tokens read and written until then."""
+
+    def __init__(self, prompt_tokens: int, generated_tokens: int) -> None:
+        super().__init__("generation stopped")
+        self.prompt_tokens = prompt_tokens
+        self.generated_tokens = generated_tokens
+
+
+class ContextFull(Exception):
+    """The prompt and the answer's room do not fit the model's context window."""
+
+
+Shots = Sequence[tuple[str, str]]
+Finish = Callable[[str], str | None]  # the answer so far -> the final answer, or go on
+
+
+class Runner(Protocol):
+    """What the `local` model needs of a runner (a fake one in unit tests)."""
+
+    def generate(
+        self,
+        system: str,
+        shots: Shots,
+        user: str,
+        schema: dict[str, Any],
+        max_tokens: int,
+        should_stop: Callable[[], bool],
+        finish: Finish | None = None,
+    ) -> Generation: ...
+
+
+def chatml(system: str, shots: Shots, user: str) -> tuple[str, str]:
+    """(the cacheable prefix, the call's own suffix) of a ChatML conversation."""
+    prefix = f"<|im_start|>system\n{system}<|im_end|>\n"
+    for question, answer in shots:
+        prefix += (
+            f"<|im_start|>user\n{question}<|im_end|>\n<|im_start|>assistant\n{answer}<|im_end|>\n"
+        )
+    prefix += "<|im_start|>user\n"
+    return prefix, f"{user}<|im_end|>\n<|im_start|>assistant\n"
+
+
+def usable_cores() -> int:
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def schema_to_gbnf(schema: dict[str, Any]) -> str:
+    """A JSON schema as a GBNF grammar; `space` allows at most one blank, no newline."""
+    from cyllama.utils.json_schema_to_grammar import json_schema_to_grammar
+
+    grammar: str = json_schema_to_grammar(json.dumps(schema))
+    lines = [
+        'space ::= " "?' if line.startswith("space ::=") else line for line in grammar.splitlines()
+    ]
+    return "\n".join(lines) + "\n"
+
+
+class LlamaRunner:
+    """One model and one context (sequence 0) on llama.cpp through cyllama."""
+
+    def __init__(
+        self,
+        model_path: Path,
+        *,
+        n_ctx: int = 4096,
+        n_threads: int = 0,
+        load_average: Callable[[], float] = lambda: os.getloadavg()[0],
+    ) -> None:
+        self.model_path = model_path
+        self.n_ctx = n_ctx
+        self.n_threads = n_threads or usable_cores()
+        self._load_average = load_average
+        self._loaded = False
+        self._cached: list[int] = []  # the tokens whose KV sequence 0 holds, in order
+        self._prefixes: dict[str, tuple[list[int], bytes]] = {}
+        self._grammars: dict[str, str] = {}
+
+    def load(self) -> None:
+        """Load the weights and make the context (once)."""
+        if self._loaded:
+            return
+        from cyllama.llama import llama_cpp
+
+        llama_cpp.disable_logging()
+        llama_cpp.ggml_backend_load_all()
+        model_params = llama_cpp.LlamaModelParams()
+        model_params.n_gpu_layers = 0
+        self._model = llama_cpp.LlamaModel(str(self.model_path), model_params)
+        self._vocab = self._model.get_vocab()
+        if "<|im_start|>" not in (self._model.get_default_chat_template() or ""):
+            raise ValueError(f"{self.model_path}: only ChatML (Qwen) chat templates are supported")
+        context_params = llama_cpp.LlamaContextParams()
+        context_params.n_ctx = self.n_ctx
+        context_params.n_batch = 512
+        context_params.n_threads = self.n_threads
+        context_params.n_threads_batch = self.n_threads
+        context_params.no_perf = True
+        self._ctx = llama_cpp.LlamaContext(self._model, context_params)
+        self._ctx.set_n_threads(self.n_threads, self.n_threads)
+        self._llama = llama_cpp
+        self._loaded = True
+
+    def prime(self, system: str, shots: Shots) -> None:
+        """Decode a prompt's prefix now, so its first call only decodes its own suffix."""
+        self.load()
+        self._use_prefix(chatml(system, shots, "")[0], lambda: False)
+
+    def generate(
+        self,
+        system: str,
+        shots: Shots,
+        user: str,
+        schema: dict[str, Any],
+        max_tokens: int,
+        should_stop: Callable[[], bool],
+        finish: Finish | None = None,
+    ) -> Generation:
+        self.load()
+        prefix, suffix = chatml(system, shots, user)
+        grammar = self._grammar(schema)
+        prefix_tokens = self._use_prefix(prefix, should_stop)
+        tokens = prefix_tokens + self._tokenize(suffix)
+        if len(tokens) + max_tokens > self.n_ctx:
+            raise ContextFull(
+                f"a prompt of {len(tokens)} tokens and an answer of up to {max_tokens} do not "
+                f"fit the local model's context of {self.n_ctx} tokens"
+            )
+        self._decode_prompt(tokens, should_stop)
+        self._ctx.set_n_threads(self.generation_threads(), self.n_threads)
+        try:
+            return self._sample(grammar, len(tokens), max_tokens, should_stop, finish)
+        finally:
+            self._ctx.set_n_threads(self.n_threads, self.n_threads)
+
+    def generation_threads(self) -> int:
+        """Every thread, or one when the machine is busier than its cores (see above)."""
+        return 1 if self._load_average() > self.n_threads + 0.5 else self.n_threads
+
+    def _grammar(self, schema: dict[str, Any]) -> str:
+        key = json.dumps(schema, sort_keys=True)
+        if key not in self._grammars:
+            self._grammars[key] = schema_to_gbnf(schema)
+        return self._grammars[key]
+
+    def _tokenize(self, text: str) -> list[int]:
+        return list(self._vocab.tokenize(text, add_special=False, parse_special=True))
+
+    def _decode(self, tokens: list[int], should_stop: Callable[[], bool], total: int) -> None:
+        """Decode `tokens` after the cached ones, checking `should_stop` between chunks."""
+        for start in range(0, len(tokens), DECODE_CHUNK):
+            if should_stop():
+                raise Stopped(total, 0)
+            chunk = tokens[start : start + DECODE_CHUNK]
+            self._ctx.decode(self._llama.llama_batch_get_one(chunk, len(self._cached)))
+            self._cached.extend(chunk)
+
+    def _use_prefix(self, prefix: str, should_stop: Callable[[], bool]) -> list[int]:
+        """Make the KV cache start with the prefix: kept, restored, or decoded (and saved)."""
+        key = hashlib.sha256(prefix.encode()).hexdigest()
+        saved = self._prefixes.get(key)
+        tokens = saved[0] if saved else self._tokenize(prefix)
+        if self._cached[: len(tokens)] == tokens:
+            return tokens
+        self._ctx.kv_cache_clear()
+        self._cached = []
+        if saved is not None:
+            self._ctx.set_state_seq_data(saved[1], 0)
+            self._cached = list(tokens)
+            return tokens
+        try:
+            self._decode(tokens, should_stop, len(tokens))
+        except Stopped:
+            self._ctx.kv_cache_clear()
+            self._cached = []
+            raise
+        self._prefixes[key] = (tokens, self._ctx.get_state_seq_data(0))
+        return tokens
+
+    def _decode_prompt(self, tokens: list[int], should_stop: Callable[[], bool]) -> None:
+        """Keep the longest cached run the prompt starts with (at least one token is
+        decoded: sampling needs the logits of the prompt's last token), decode the rest."""
+        keep = 0
+        for cached, token in zip(self._cached, tokens[:-1], strict=False):
+            if cached != token:
+                break
+            keep += 1
+        self._ctx.memory_seq_rm(0, keep, -1)
+        del self._cached[keep:]
+        self._decode(tokens[keep:], should_stop, len(tokens))
+
+    def _sample(
+        self,
+        grammar: str,
+        prompt_tokens: int,
+        max_tokens: int,
+        should_stop: Callable[[], bool],
+        finish: Finish | None,
+    ) -> Generation:
+        llama = self._llama
+        sampler = llama.LlamaSampler(llama.LlamaSamplerChainParams())
+        sampler.add_grammar(self._vocab, grammar, "root")
+        sampler.add_greedy()
+        out: list[int] = []
+        while len(out) < max_tokens:
+            if should_stop():
+                raise Stopped(prompt_tokens, len(out))
+            token = sampler.sample(self._ctx, -1)
+            if self._vocab.is_eog(token):
+                return Generation(self._text(out), prompt_tokens, len(out), True)
+            out.append(token)
+            self._ctx.decode(llama.llama_batch_get_one([token], len(self._cached)))
+            self._cached.append(token)
+            if finish is not None and any(c in self._text([token]) for c in "}]"):
+                final = finish(self._text(out))
+                if final is not None:
+                    return Generation(final, prompt_tokens, len(out), True)
+        return Generation(self._text(out), prompt_tokens, len(out), False)
+
+    def _text(self, tokens: list[int]) -> str:
+        return self._vocab.detokenize(tokens, False, False) if tokens else ""
