@@ -3,7 +3,6 @@ and the in-process vector index (exactness, coherence across connections, thread
 
 from __future__ import annotations
 
-import os
 import random
 import threading
 from collections.abc import Iterator
@@ -13,8 +12,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from jennah.adapters.sqlite import connection, schema
-from jennah.adapters.sqlite.connection import ControlFile, open_connection
+from jennah.adapters.sqlite import schema
+from jennah.adapters.sqlite.connection import open_connection
 from jennah.adapters.sqlite.store import SqliteStore
 from jennah.domain import rules
 from jennah.domain.models import (
@@ -327,40 +326,3 @@ def test_concurrent_commits_and_searches(sqlite_store: SqliteStore) -> None:
     assert errors == []
     assert len(sqlite_store.list_chunks(scope, None, 1000, 0)) == 45
     assert len(search_ids(sqlite_store, scope, "n1", top_k=100)) == 45
-
-
-class RecordingLock:
-    """A file's write lock that records which writer took it."""
-
-    def __init__(self) -> None:
-        self._lock = threading.RLock()
-        self.taken_by: list[str] = []
-
-    def __enter__(self) -> bool:
-        entered = self._lock.__enter__()
-        self.taken_by.append(threading.current_thread().name)
-        return entered
-
-    def __exit__(self, *exc: object) -> None:
-        self._lock.__exit__(*exc)
-
-
-def test_the_writers_of_one_file_queue_on_one_lock_in_process(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # Writers of one process to one file wait on a shared lock, woken at its release,
-    # not in SQLite's busy handler, which sleeps 1, 2, 5, 10 ... ms between tries.
-    path = tmp_path / "memory.db"
-    lock = RecordingLock()
-    monkeypatch.setattr(connection, "_write_locks", {os.path.realpath(path): lock})
-    store = SqliteStore(path)
-    control = ControlFile(tmp_path / "." / "memory.db", "test store", "CREATE TABLE t (x)")
-    assert connection.file_write_lock(path) is lock
-    lock.taken_by.clear()
-    commit_items(store, new_scope(), chunks=[ChunkInput(text="one")])
-    with control.transaction() as conn:
-        conn.execute("INSERT INTO t VALUES (1)")
-    assert len(lock.taken_by) == 2
-    control.close()
-    store.close()
-    assert connection.file_write_lock(tmp_path / "other.db") is not lock

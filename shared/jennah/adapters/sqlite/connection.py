@@ -7,7 +7,6 @@ the adapter uses `pysqlite3` (its own SQLite build, extension loading on).
 
 from __future__ import annotations
 
-import os
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
@@ -22,9 +21,6 @@ if TYPE_CHECKING:
 
 BUSY_TIMEOUT_MS = 10_000
 MAX_IDLE_CONNECTIONS = 8
-
-_write_locks: dict[str, threading.RLock] = {}
-_write_locks_guard = threading.Lock()
 
 OperationalError: type[Exception] = dbapi2.OperationalError
 IntegrityError: type[Exception] = dbapi2.IntegrityError
@@ -43,22 +39,6 @@ def open_connection(path: Path) -> Connection:
     conn.execute("PRAGMA journal_mode = WAL")
     conn.execute("PRAGMA synchronous = NORMAL")
     return conn
-
-
-def file_write_lock(path: Path) -> threading.RLock:
-    """The lock every writer of this process to the SQLite file at `path` holds around
-    its write transactions (the stores of one file share it).
-
-    SQLite lets one connection write at a time; a connection that finds the file
-    locked sleeps in its busy handler and tries again (after 1, 2, 5, 10 ... ms), so
-    writers of one process queuing on the file itself wait past its release. On this
-    lock they are woken at its release; other processes still meet BEGIN IMMEDIATE and
-    the busy timeout. Reentrant, so a thread that nests two stores' transactions meets
-    SQLite's busy timeout as before, rather than a deadlock.
-    """
-    key = os.path.realpath(path)
-    with _write_locks_guard:
-        return _write_locks.setdefault(key, threading.RLock())
 
 
 class ConnectionPool:
@@ -152,7 +132,7 @@ class ControlFile:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._store = store
         self._writer = open_connection(self.path)
-        self._write_lock = file_write_lock(self.path)
+        self._write_lock = threading.Lock()
         with self.transaction() as conn:
             if upgrade is not None:
                 upgrade(conn)
@@ -163,7 +143,7 @@ class ControlFile:
 
     @contextmanager
     def transaction(self) -> Iterator[Connection]:
-        """One write transaction on the writer, under the file's write lock."""
+        """One write transaction on the writer, under the write lock (not reentrant)."""
         with self._write_lock, immediate_transaction(self._writer, self._store) as conn:
             yield conn
 

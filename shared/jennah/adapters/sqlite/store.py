@@ -1,8 +1,7 @@
 """The embedded memory store: one SQLite file, sqlite-vec embeddings, FTS5 text.
 
-Writes go through one writer connection, serialized by the file's write lock
-inside the process (`connection.file_write_lock`, shared with the control
-stores on the same file) and by BEGIN IMMEDIATE across processes; a whole CommitPlan is one
+Writes go through one writer connection, serialized by a lock inside the
+process and by BEGIN IMMEDIATE across processes; a whole CommitPlan is one
 transaction. Reads use pooled connections (WAL: readers never block the
 writer). Semantic search runs on an exact in-process numpy index per scope,
 see `vector_index.py` for why and how it stays coherent.
@@ -26,7 +25,6 @@ from jennah.adapters.sqlite.connection import (
     ConnectionPool,
     IntegrityError,
     OperationalError,
-    file_write_lock,
     open_connection,
 )
 from jennah.adapters.sqlite.schema import ensure_schema
@@ -80,7 +78,7 @@ class SqliteStore:
         self._writer = open_connection(self.path)
         ensure_schema(self._writer)
         self._pool = ConnectionPool(self.path)
-        self._write_lock = file_write_lock(self.path)
+        self._write_lock = threading.Lock()
         self._index_lock = threading.Lock()
         self._indexes = IndexCache(index_budget_rows)
 
