@@ -120,6 +120,21 @@ def test_keyword_index_follows_writes(sqlite_store: SqliteStore) -> None:
     conn.close()
 
 
+def test_records_read_back_are_what_validating_the_row_would_give(
+    sqlite_store: SqliteStore,
+) -> None:
+    # rows are built into MemoryRecords without validation (they were validated when
+    # written): every field must still have the type validation would give it
+    scope = new_scope()
+    result = commit_items(sqlite_store, scope, chunks=[ChunkInput(text="typed", metadata={})])
+    (read,) = sqlite_store.get_chunks(scope, result.chunk_ids)
+    validated = MemoryRecord.model_validate(read.model_dump())
+    assert read == validated
+    for name in MemoryRecord.model_fields:
+        assert type(getattr(read, name)) is type(getattr(validated, name)), name
+    assert type(read.scope.enterprise_id) is str and read.scope == scope
+
+
 def test_wrong_dimensions_are_invalid(sqlite_store: SqliteStore) -> None:
     scope = new_scope()
     with pytest.raises(InvalidArgument, match="384"):

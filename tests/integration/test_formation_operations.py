@@ -15,7 +15,7 @@ import re
 import threading
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -586,6 +586,35 @@ def test_wait_returns_the_operation_once_done(world: World) -> None:
     done = world.wait(operation, sleep=sleep)
     assert done.state is OperationState.SUCCEEDED and operation_result(done).candidates
     assert slept == pytest.approx([0.002, 0.003, 0.0045])  # backing off
+
+
+def test_wait_wakes_as_soon_as_a_worker_of_its_process_finishes_the_operation(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # polls an hour apart: only the worker's settlement can end the wait within the test
+    monkeypatch.setattr(use_case, "FIRST_POLL_SECONDS", 3600.0)
+    world.model.add(ONE_FACT)
+    same_process = world.formation()
+    operation = world.queued()
+    polled = threading.Event()
+    operations = world.operations
+
+    class Observed:  # the waiter's store: tells the test when the first poll found it queued
+        def get(self, enterprise_id: str, operation_id: str) -> FormationOperation | None:
+            found = operations.get(enterprise_id, operation_id)
+            polled.set()
+            return found
+
+    waiter = replace(same_process, operations=Observed())  # type: ignore[arg-type]
+    answered: list[FormationOperation] = []
+    thread = threading.Thread(target=lambda: answered.append(waiter.wait(operation)), daemon=True)
+    thread.start()
+    assert polled.wait(30)
+    task = FormationTask(enterprise_id=ENTERPRISE, operation_id=operation.operation_id)
+    assert same_process.work(task, "worker-a") is Outcome.ACK
+    thread.join(30)
+    assert not thread.is_alive(), "the wait slept on after its operation was finished"
+    assert answered[0].state is OperationState.SUCCEEDED
 
 
 def test_a_client_that_goes_away_cancels_the_operation(world: World) -> None:

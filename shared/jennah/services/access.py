@@ -187,6 +187,10 @@ class Access:
 
     def require(self, caller: Caller, permission: Permission) -> Grants:
         """The caller's grants, if they include `permission` usable by this kind of caller."""
+        return self._require(caller, permission, None)
+
+    def _require(self, caller: Caller, permission: Permission, grants: Grants | None) -> Grants:
+        """`require`, with the caller's grants when already read in this request."""
         if permission in MANAGEMENT_PERMISSIONS and caller.kind is CallerKind.API_KEY:
             raise PermissionDenied(
                 f"{permission} is a management permission and can never be used with an "
@@ -194,7 +198,7 @@ class Access:
                 reason="MANAGEMENT_PERMISSION_WITH_API_KEY",
                 metadata={"permission": str(permission)},
             )
-        grants = self.grants(caller)
+        grants = self.grants(caller) if grants is None else grants
         if permission not in grants.permissions:
             raise PermissionDenied(
                 f"{caller.principal} does not have the permission {permission}",
@@ -232,7 +236,7 @@ class Access:
         grants = self.grants(caller)
         if not reaches(grants, kind, scope_id):
             raise self._not_found(route_kind, scope_id)
-        self.require(caller, permission)
+        self._require(caller, permission, grants)
         if registered is not None:
             return OpenedScope(ref=ref, kind=kind, registration=None)
         if not create:

@@ -16,12 +16,18 @@ import numpy as np
 
 from jennah.domain.models import (
     EMBEDDING_DIMENSIONS,
+    Authority,
+    Durability,
     ExecutionLogStep,
     GraphEdge,
     GraphNode,
     MemoryRecord,
+    MemoryType,
     ScopeRecord,
     ScopeRef,
+    Sensitivity,
+    Status,
+    Strength,
 )
 from jennah.errors import InvalidArgument
 
@@ -128,9 +134,14 @@ RECORD_COLUMNS = (
 
 
 def record_from_row(row: Row) -> MemoryRecord:
-    return MemoryRecord(
+    """The record a memory_records row holds. Every row was validated as a MemoryRecord
+    when it was written, so it is constructed without validating again (the columns'
+    types are the fields'; enums are converted here, as validation would)."""
+    return MemoryRecord.model_construct(
         id=row["id"],
-        scope=ScopeRef(enterprise_id=row["enterprise_id"], scope_id=row["scope_id"]),
+        scope=ScopeRef.model_construct(
+            enterprise_id=row["enterprise_id"], scope_id=row["scope_id"]
+        ),
         key=row["key"],
         revision=row["revision"],
         content_hash=row["content_hash"],
@@ -138,23 +149,23 @@ def record_from_row(row: Row) -> MemoryRecord:
         summary=row["summary"],
         about=row["about"],
         when_to_use=row["when_to_use"],
-        type=row["type"],
+        type=MemoryType(row["type"]),
         metadata=from_json(row["metadata"]),
-        strength=row["strength"],
+        strength=Strength(row["strength"]),
         pin=bool(row["pin"]),
-        authority=row["authority"],
-        confidence=row["confidence"],
-        sensitivity=row["sensitivity"],
+        authority=Authority(row["authority"]),
+        confidence=float(row["confidence"]),
+        sensitivity=Sensitivity(row["sensitivity"]),
         valid_at=from_micros(row["valid_at"]),
         invalid_at=from_micros(row["invalid_at"]),
         valid_until=from_micros(row["valid_until"]),
         created_at=from_micros(row["created_at"]),
         updated_at=from_micros(row["updated_at"]),
         retired_at=from_micros(row["retired_at"]),
-        status=row["status"],
+        status=Status(row["status"]),
         supersedes=row["supersedes"],
         superseded_by=row["superseded_by"],
-        durability=row["durability"],
+        durability=Durability(row["durability"]),
         reinforcement_count=row["reinforcement_count"],
         last_reinforced_at=from_micros(row["last_reinforced_at"]),
         embedding=embedding_list(row["embedding"]),

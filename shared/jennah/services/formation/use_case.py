@@ -32,7 +32,7 @@ import socket
 import time
 import uuid
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Any
@@ -77,6 +77,7 @@ from jennah.services.billing import (
 from jennah.services.formation.command import DEFAULT_DEADLINE_SECONDS, FormationCommand
 from jennah.services.formation.model_calls import FormationUsage
 from jennah.services.formation.pipeline import PreparedFormation, prepare, run
+from jennah.services.formation.settlements import Settlements
 from jennah.services.vocabulary import resolve_for_formation
 
 log = logging.getLogger(__name__)
@@ -86,6 +87,9 @@ TRANSIENT = (errors.Unavailable,)
 # An attempt whose lease ran out and was claimed by another worker: it writes nothing and
 # leaves the operation to its new holder.
 TAKEN_OVER = "FORMATION_TAKEN_OVER"
+# Formation.wait polls its operation after these intervals, growing 1.5x, at most the last.
+FIRST_POLL_SECONDS = 0.002
+LONGEST_POLL_SECONDS = 0.5
 
 
 @dataclass(frozen=True)
@@ -132,7 +136,8 @@ class Formation:
     `model_call_deadline` bounds each model call in seconds; `lease` is a
     worker's claim on an operation (longer than a formation may run); `report`,
     when given, is told of each operation a worker finishes with what its model
-    calls spent (one structured log line per formation, in production).
+    calls spent (one structured log line per formation, in production). `settlements`
+    wakes `wait` when a worker of this process finishes the operation it awaits.
     """
 
     store: MemoryStore
@@ -146,6 +151,7 @@ class Formation:
     model_call_deadline: float = DEFAULT_DEADLINE_SECONDS
     lease: timedelta = LEASE
     report: Reporter | None = None
+    settlements: Settlements = field(default_factory=Settlements)
 
     # The form function.
 
@@ -258,16 +264,29 @@ class Formation:
         *,
         client_gone: ClientGoneProbe = _never,
         timeout: timedelta = FORMATION_CEILING,
-        sleep: Callable[[float], None] = time.sleep,
+        sleep: Callable[[float], object] | None = None,
     ) -> FormationOperation:
         """Poll the operation until it is done; the done operation.
 
-        When `client_gone()` turns true first, cancel the operation and raise
-        ClientGone. Past `timeout` (the 30-minute ceiling), cancel it and raise
-        DEADLINE_EXCEEDED naming the ceiling; its worker writes nothing.
+        Between polls it sleeps (`sleep`, by default until a worker of this process
+        settles the operation or the interval passes). When `client_gone()` turns true
+        first, cancel the operation and raise ClientGone. Past `timeout` (the 30-minute
+        ceiling), cancel it and raise DEADLINE_EXCEEDED naming the ceiling; its worker
+        writes nothing.
         """
+        enterprise_id, operation_id = operation.enterprise_id, operation.operation_id
+        with self.settlements.watch(enterprise_id, operation_id) as settled:
+            return self._poll(operation, client_gone, timeout, sleep or settled.wait)
+
+    def _poll(
+        self,
+        operation: FormationOperation,
+        client_gone: ClientGoneProbe,
+        timeout: timedelta,
+        sleep: Callable[[float], object],
+    ) -> FormationOperation:
         deadline = time.monotonic() + timeout.total_seconds()
-        interval = 0.002  # a fast formation answers in milliseconds; slow ones poll 2 per s
+        interval = FIRST_POLL_SECONDS  # a fast formation answers in milliseconds
         enterprise_id, operation_id = operation.enterprise_id, operation.operation_id
         while True:
             current = self.operations.get(enterprise_id, operation_id)
@@ -282,7 +301,7 @@ class Formation:
                 self.operations.cancel(enterprise_id, operation_id, self.now())
                 raise _past_ceiling(timeout)
             sleep(interval)
-            interval = min(interval * 1.5, 0.5)
+            interval = min(interval * 1.5, LONGEST_POLL_SECONDS)
 
     def _replayed_operation(
         self,
@@ -347,6 +366,7 @@ class Formation:
             finished = self.operations.finish(
                 task.enterprise_id, task.operation_id, self.now(), **outcome
             )
+            self.settlements.settle(task.enterprise_id, task.operation_id)
             if self.report is not None and finished is not None:
                 self.report(finished, spend)
             return Outcome.ACK
@@ -434,6 +454,7 @@ class Formation:
                 "written: resend with the same formationKey", reason="FORMATION_ABANDONED",
             )),
         )  # fmt: skip
+        self.settlements.settle(task.enterprise_id, task.operation_id)
 
 
 def result(operation: FormationOperation) -> FormationReceipt:
