@@ -16,9 +16,7 @@ over the whole input tensor, so a text batched with others would embed
 slightly differently depending on its neighbours: the quantized model
 therefore runs each text alone, one single-threaded run per worker thread
 (onnxruntime releases the GIL), about 500-600 short texts/s on 2 cores
-against ~350-390 for the float model in batches. A single text (a query) is
-tokenized and run in the calling thread: handing it to a pool costs more than
-the run saves, and under load it would queue behind other requests' batches.
+against ~350-390 for the float model in batches.
 """
 
 from __future__ import annotations
@@ -28,7 +26,7 @@ import logging
 import os
 import threading
 import uuid
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from importlib import resources
@@ -105,17 +103,10 @@ class MiniLMEmbedder:
         if not texts:
             return []
         loaded = self._ensure_loaded()
-        if len(texts) == 1:  # in the calling thread: no handoff to a tokenizer or run pool
-            token_ids = [loaded.tokenizer.encode(texts[0]).ids]
-        else:
-            token_ids = [e.ids for e in loaded.tokenizer.encode_batch(list(texts))]
+        token_ids = [e.ids for e in loaded.tokenizer.encode_batch(list(texts))]
         if loaded.pool is not None:
             runs: list[list[int]] = [[i] for i in range(len(texts))]
-            pooled = (
-                map(self._one_by_one(loaded, token_ids), runs)
-                if len(texts) == 1
-                else loaded.pool.map(self._one_by_one(loaded, token_ids), runs)
-            )
+            pooled = loaded.pool.map(lambda run: _infer(loaded, [token_ids[run[0]]]), runs)
         else:
             runs = list(_runs(token_ids, self._batch_size, self._max_batch_tokens))
             pooled = map(lambda run: _infer(loaded, [token_ids[i] for i in run]), runs)
@@ -124,12 +115,6 @@ class MiniLMEmbedder:
             for i, vector in zip(run, result.tolist(), strict=True):
                 vectors[i] = vector
         return vectors
-
-    @staticmethod
-    def _one_by_one(
-        loaded: _Loaded, token_ids: Sequence[Sequence[int]]
-    ) -> Callable[[list[int]], FloatArray]:
-        return lambda run: _infer(loaded, [token_ids[run[0]]])
 
     def load(self) -> None:
         """Load the tokenizer and the ONNX session now rather than on first use."""
