@@ -445,7 +445,7 @@ def _candidate(
             return None  # the assistant's turn gives no instruction: a misreading
         if _restated(text, turn, turns) or _for_now(text, turn, turns):
             return None
-        if not _about_what_it_said(text, turn):
+        if not _about_what_it_said(text, quote):
             return None
         if _PROMISE.search(quote) or (quote.endswith("?") and not _SUGGESTION.match(quote)):
             return None  # a promise or a question: nothing the assistant supplied
@@ -519,14 +519,14 @@ def _for_now(text: str, turn: Turn, turns: Sequence[Turn]) -> bool:
 _NAMED_SUBJECT = re.compile(r"^(?!(?:The|A|An|It|This|That|These|Those)\b)(?P<name>[A-Z][\w'-]*)")
 
 
-def _about_what_it_said(text: str, turn: Turn) -> bool:
+def _about_what_it_said(text: str, quote: str) -> bool:
     """An assistant's fact about someone or something by name is about what the assistant
-    said only when its turn names them: "Many ex-racers need a coat in winter" is not
-    "Biscuit needs a coat in winter"."""
+    said only when the sentence it quotes names them: "Many ex-racers need a coat in
+    winter" is not "Biscuit needs a coat in winter"."""
     match = _NAMED_SUBJECT.match(text)
     if match is None:
         return True
-    return re.search(rf"\b{re.escape(match['name'])}\b", turn.visible, re.IGNORECASE) is not None
+    return re.search(rf"\b{re.escape(match['name'])}\b", quote, re.IGNORECASE) is not None
 
 
 def _asked(stems: set[str], content: str) -> str | None:

@@ -145,9 +145,10 @@ _STOPWORDS = frozenset({
 
 
 def stems_of(text: str) -> set[str]:
-    """Content words, without a plural "s" and cut to 5 letters, so "allergic" meets
-    "allergy" and "seats" meets "seat"."""
-    words = (w for w in _WORD.findall(text.lower()) if len(w) > 2 and w not in _STOPWORDS)
+    """Content words, without a possessive or plural "s" and cut to 5 letters, so
+    "allergic" meets "allergy", "seats" meets "seat" and "mum's" meets "mum"."""
+    words = (w.removesuffix("'s") for w in _WORD.findall(text.lower()))
+    words = (w for w in words if len(w) > 2 and w not in _STOPWORDS)
     return {_singular(w)[:5] for w in words}
 
 
