@@ -13,17 +13,28 @@ does the rest, deterministically:
 - relative dates, copied as said, are written as absolute ones from the clock
   (`local_dates.resolve`);
 - the cited turn is checked against the words of the fact: the user or assistant
-  turn sharing most of them is cited (the model's own turn on a tie), a fact sharing
-  none with any is dropped; the quote is the cited turn's sentence sharing most (a
-  statement rather than a question);
+  turn sharing most of them is cited (the model's own turn on a tie), unless an
+  assistant's turn is the only one saying one of its figures (the assistant supplied
+  it); a fact sharing none with any is dropped; the quote is the cited turn's sentence
+  sharing most (a statement rather than a question; a point between digits ends no
+  sentence);
 - a fact from an assistant turn says so ("The assistant said that ...") when the
-  model did not; a fact quoting a user's question (unless it is an instruction), a
-  user's errand ("Book me ..."), an assistant's restatement of what the user said
-  (most of its words the user's, no figure of its own), a restatement of the
-  conversation ("The user asked ...", "The assistant will ..."), a fact that leans on
-  the conversation ("... there", "the lunchtime one"), one that says less than a fact
-  before it (its date aside) or only that a kept table was shared, and chit-chat
-  (thanks, greetings, offers of help) are dropped;
+  model did not; a fact quoting a user's question (unless it is an instruction; a
+  statement of the turn sharing only the question's words does not make it one), a
+  user's errand ("Book me ...", or a need the assistant went to a tool for), a name
+  for the user they never gave themselves, an assistant's restatement of what the
+  user said (most of its words the user's, no figure of its own), its promises
+  ("I'll ...") and questions (but "How about ...?"), its answers about the present
+  moment ("today", "right now", or answering a question about it), its general
+  remarks made into a fact about someone it did not name, a second fact from one
+  assistant sentence (a sentence starting "It ..." counts as the one before), a
+  restatement of the conversation ("The user asked ...", "The assistant will ..."), a
+  fact that leans on the conversation ("... there", "the lunchtime one", "he" or
+  "she" with nobody named), one that says less than a fact before it (its date
+  aside) or says an earlier fact's figures again of the same thing, or only that a
+  kept table was shared, and chit-chat (thanks, greetings, offers of help) are
+  dropped; a fact of two clauses whose second has the user's own subject ("... and
+  we moved to Exeter") is two facts;
 - a fact written as an instruction ("Please always ...", "The assistant must ...")
   is the user's directive, worded "The user wants the assistant to ..."; so is what
   the model made of a question asking for standing behaviour ("... from now on?").
@@ -315,14 +326,15 @@ _VAGUE = re.compile(
 
 # "he", "she" ... in a fact that names nobody but the user: someone from the conversation
 # ("The user wants to fly over for the weekend of her birthday"); a small model calls the
-# user "they". Someone named: a name (a capital inside the sentence) or a relative, a
-# friend, a colleague, a pet.
+# user "they". Someone named: a name (a capitalised word) or a relative, a friend, a
+# colleague, a pet.
 _HE_OR_SHE = re.compile(r"\b(?:he|she|him|his|her|hers)\b", re.IGNORECASE)
 _SOMEONE = re.compile(
-    r"\b(?!(?:The|A|An|It|This|That|He|She|His|Her|They|Their)\b)[A-Z][a-z]|\b(?:mother|mum|mom|father|dad|parent|son|daughter|child|"
-    r"kid|baby|wife|husband|partner|sister|brother|sibling|aunt|uncle|niece|nephew|cousin|"
-    r"grand\w+|friend|boss|manager|colleague|coworker|neighbou?r|landlord|landlady|doctor|"
-    r"teacher|dog|cat|puppy|kitten|pet|horse)s?\b"
+    r"\b(?!(?:The|A|An|It|This|That|He|She|His|Her|They|Their)\b)[A-Z][a-z]|"
+    r"\b(?:mother|mum|mom|father|dad|parent|son|daughter|child|kid|baby|wife|husband|"
+    r"partner|sister|brother|sibling|aunt|uncle|niece|nephew|cousin|grand\w+|friend|boss|"
+    r"manager|colleague|coworker|neighbou?r|landlord|landlady|doctor|teacher|dog|cat|puppy|"
+    r"kitten|pet|horse)s?\b"
 )
 
 
