@@ -813,3 +813,213 @@ def test_a_fact_saying_less_than_an_earlier_one_is_a_repeat() -> None:
     assert [c.text for c in candidates] == [
         "The user adopted a retired racing greyhound called Biscuit."
     ]
+
+
+# What is not a memory: each rule on a conversation of its own.
+
+
+def test_a_point_between_digits_does_not_end_the_users_question() -> None:
+    turns = [("user", "What would the repayment be on a £220,000 mortgage at 4.5% over 25 years?")]
+    answer = facts((1, "The user's mortgage is £220,000 at 4.5% over 25 years."))
+    candidates, _ = extract(turns, answer)
+    assert candidates == []
+
+
+def test_a_fact_from_a_users_question_is_dropped_though_a_statement_shares_its_day() -> None:
+    turns = [
+        ("user", "Am I free on Thursday afternoon? I leave by five on Thursdays for football.")
+    ]
+    answer = facts(
+        (1, "The user is free on Thursday afternoon."),
+        (1, "The user leaves by five on Thursdays for football."),
+    )
+    candidates, _ = extract(turns, answer)
+    assert [c.text for c in candidates] == ["The user leaves by five on Thursdays for football."]
+
+
+def test_what_the_user_needs_is_an_errand_when_the_assistant_goes_to_a_tool_for_it() -> None:
+    turns = [
+        ("user", "I need new running shoes. I have wide feet."),
+        ("tool_call", 'shop.search(category="running shoes")'),
+        ("tool_result", "Brooks Ghost 16 Wide (GBP 140)"),
+        ("assistant", "The Brooks Ghost 16 in wide fit is in stock."),
+    ]
+    answer = facts((1, "The user needs new running shoes."), (1, "The user has wide feet."))
+    candidates, _ = extract(turns, answer)
+    assert [c.text for c in candidates] == ["The user has wide feet."]
+
+
+def test_the_users_name_is_one_they_give_themselves() -> None:
+    turns = [("user", "My husband Tomasz and I are buying a flat. I'm Ewa, by the way.")]
+    answer = facts(
+        (1, "The user's name is Tomasz."),
+        (1, "The user's name is Ewa."),
+        (1, "The user's husband is Tomasz."),
+    )
+    candidates, _ = extract(turns, answer)
+    assert [c.text for c in candidates] == [
+        "The user's name is Ewa.",
+        "The user's husband is Tomasz.",
+    ]
+
+
+def test_the_assistants_promises_and_questions_are_not_what_it_supplied() -> None:
+    turns = [
+        ("user", "Here is our budget, keep it. Rent is 1,150."),
+        ("assistant", "Saved. I'll flag anything that goes over a line. Want a monthly summary?"),
+        ("user", "Any idea for dinner with my sister on Friday?"),
+        ("assistant", "How about the Scran & Scallie in Stockbridge?"),
+    ]
+    answer = facts(
+        (2, "The assistant flagged anything that goes over a line."),
+        (2, "The assistant suggested a monthly summary."),
+        (4, "The assistant suggested the Scran & Scallie in Stockbridge."),
+    )
+    candidates, _ = extract(turns, answer)
+    assert [c.text for c in candidates] == [
+        "The assistant suggested the Scran & Scallie in Stockbridge."
+    ]
+
+
+def test_an_answer_about_the_present_moment_is_not_kept() -> None:
+    turns = [
+        ("user", "I cycle to work. Is it going to rain this afternoon?"),
+        ("assistant", "Light rain from about 3pm, so take waterproofs for the ride home."),
+        ("user", "And what time zone is Auckland in? My sister lives in Auckland."),
+        ("assistant", "Auckland is on UTC+13 right now."),
+    ]
+    answer = facts(
+        (1, "The user cycles to work."),
+        (2, "Light rain from about 3pm, so take waterproofs for the ride home."),
+        (3, "The user's sister lives in Auckland."),
+        (4, "Auckland is on UTC+13 right now."),
+    )
+    candidates, _ = extract(turns, answer)
+    assert [c.text for c in candidates] == [
+        "The user cycles to work.",
+        "The user's sister lives in Auckland.",
+    ]
+
+
+def test_an_assistants_general_remark_is_not_a_fact_about_someone_it_did_not_name() -> None:
+    turns = [
+        ("user", "We adopted a greyhound called Biscuit, he's always shivering."),
+        ("assistant", "Many ex-racers need a coat in winter. Biscuit will want a 70 cm coat."),
+    ]
+    answer = facts(
+        (2, "Biscuit needs a coat in winter because he has so little fat."),
+        (2, "Biscuit will want a 70 cm coat."),
+    )
+    candidates, _ = extract(turns, answer)
+    assert [c.text for c in candidates] == [
+        "The assistant said that biscuit will want a 70 cm coat."
+    ]
+
+
+def test_an_assistants_turn_gives_the_assistant_no_instruction() -> None:
+    turns = [
+        ("user", "Am I free on Thursday?"),
+        ("assistant", "You're free from 15:00 to 16:30 that day."),
+    ]
+    candidates, _ = extract(turns, facts((2, "The assistant must be free from 15:00 to 16:30.")))
+    assert candidates == []
+
+
+def test_an_assistants_sentence_gives_one_fact_and_so_does_one_leaning_on_it() -> None:
+    turns = [
+        ("user", "Dinner ideas? I don't eat meat any more."),
+        ("assistant", "Miso salmon with greens is good. It takes about 25 minutes. "
+                      "The 4,000 limit is yearly, so 2,000 goes elsewhere."),
+    ]  # fmt: skip
+    answer = facts(
+        (2, "The assistant recommended miso salmon with greens."),
+        (2, "The assistant estimated the cooking time at about 25 minutes."),
+        (2, "The yearly limit is 4,000."),
+        (2, "The user needs to put 2,000 elsewhere."),
+    )
+    candidates, _ = extract(turns, answer)
+    assert [c.text for c in candidates] == [
+        "The assistant recommended miso salmon with greens.",
+        "The assistant said that the yearly limit is 4,000.",
+    ]
+
+
+def test_a_figure_only_the_assistant_said_makes_the_fact_the_assistants() -> None:
+    turns = [
+        ("user", "What would the monthly repayment be on a mortgage of 220,000 over 25 years?"),
+        ("assistant", "About £1,223 a month."),
+    ]
+    text = "The user's monthly repayment on a 220,000 mortgage over 25 years is about 1,223."
+    candidates, _ = extract(turns, facts((1, text)))
+    assert [(c.turns, c.text) for c in candidates] == [
+        ([1], f"The assistant said that t{text[1:]}")
+    ]
+
+
+def test_an_assistants_own_figure_keeps_its_fact_though_its_words_are_the_users() -> None:
+    turns = [
+        ("user", "My salary is 62,000. I'll put 500 a month into my Lifetime ISA."),
+        ("assistant", "Note the Lifetime ISA limit is 4,000 a year."),
+    ]
+    candidates, _ = extract(turns, facts((2, "The Lifetime ISA limit is 4,000 a year.")))
+    assert [c.text for c in candidates] == [
+        "The assistant said that the Lifetime ISA limit is 4,000 a year."
+    ]
+
+
+def test_an_earlier_facts_figures_said_again_of_the_same_thing_are_a_repeat() -> None:
+    turns = [("user", "My mum turns 70 on 3 May, her birthday is a Sunday this year.")]
+    answer = facts(
+        (1, "The user's mum turns 70 on 3 May."),
+        (1, "The user's mum's birthday is on 3 May."),
+        (1, "The user's mum's birthday is a Sunday."),
+        (1, "The user's mum turns 70 on a Sunday, 3 May, with a party for 20."),
+    )
+    candidates, _ = extract(turns, answer)
+    assert [c.text for c in candidates] == [
+        "The user's mum turns 70 on 3 May.",
+        "The user's mum turns 70 on a Sunday, 3 May, with a party for 20.",
+    ]
+
+
+def test_he_or_she_in_a_fact_naming_nobody_but_the_user_is_dropped() -> None:
+    turns = [("user", "My mum lives in Cork. I want to fly over for her birthday.")]
+    answer = facts(
+        (1, "The user wants to fly over for her birthday."),
+        (1, "The user's mum lives in Cork and he will fly there for her birthday."),
+        (1, "The user wants to fly to Cork for his mum's birthday."),
+    )
+    candidates, _ = extract(turns, answer)
+    assert [c.text for c in candidates] == ["The user wants to fly to Cork for his mum's birthday."]
+
+
+def test_a_second_clause_in_the_users_own_words_is_a_fact_of_its_own() -> None:
+    turns = [("user", "I've joined the Met Office and we've moved to Exeter.")]
+    answer = facts((1, "The user joined the Met Office and we've moved to Exeter."))
+    candidates, _ = extract(turns, answer)
+    assert [c.text for c in candidates] == [
+        "The user joined the Met Office.",
+        "The user has moved to Exeter.",
+    ]
+
+
+def test_a_candidate_is_not_asked_about_memories_of_another_type() -> None:
+    directive = cand(0, "The user wants reminders in Lisbon time.", ["m1", "m2"])
+    directive["memoryType"] = "directive"
+    existing = [
+        memory("m1", "The user lives in Lisbon."),
+        memory("m2", "The user wants the assistant to use metric units.")
+        | {"memoryType": "directive"},
+    ]
+    decisions, runner = reconcile([directive], existing, lambda old, new: (True, False))
+    assert [(d.decision, d.matched_id) for d in decisions] == [("revised", "m2")]
+    assert [c.user.splitlines()[0] for c in runner.calls] == [
+        "OLD: The user wants the assistant to use metric units."
+    ]
+
+
+def test_a_month_after_a_preposition_takes_no_second_one() -> None:
+    clock = datetime.fromisoformat("2026-04-28T12:00:00+00:00")
+    assert resolve("The salary went up from this month.", clock) == (
+        "The salary went up from April 2026."
+    )

@@ -16,7 +16,8 @@ Conventions (English, the week starting on Monday):
   weeks ago: the day (a month: the month);
 - the 10th (a day of month without a month): the next such date from today.
 Days are written "Tuesday 14 October 2025"; a phrase that needs a preposition gets
-"on" ("due tomorrow" -> "due on Friday 10 October 2025") unless one precedes it.
+"on" ("due tomorrow" -> "due on Friday 10 October 2025"), a month or a year "in",
+unless one precedes it ("from this month" -> "from April 2026").
 Recurring days ("on Tuesdays", "every Friday") and dates already absolute are kept.
 """
 
@@ -187,6 +188,6 @@ def _replacement(
     if new is None:
         return match[0]
     before = match.string[: match.start()]
-    if new.startswith("on ") and _PREPOSITION.search(before):
-        return new.removeprefix("on ")
+    if new.startswith(("on ", "in ")) and _PREPOSITION.search(before):
+        return new[3:]
     return new

@@ -13,17 +13,28 @@ does the rest, deterministically:
 - relative dates, copied as said, are written as absolute ones from the clock
   (`local_dates.resolve`);
 - the cited turn is checked against the words of the fact: the user or assistant
-  turn sharing most of them is cited (the model's own turn on a tie), a fact sharing
-  none with any is dropped; the quote is the cited turn's sentence sharing most (a
-  statement rather than a question);
+  turn sharing most of them is cited (the model's own turn on a tie), unless an
+  assistant's turn is the only one saying one of its figures (the assistant supplied
+  it); a fact sharing none with any is dropped; the quote is the cited turn's sentence
+  sharing most (a statement rather than a question; a point between digits ends no
+  sentence);
 - a fact from an assistant turn says so ("The assistant said that ...") when the
-  model did not; a fact quoting a user's question (unless it is an instruction), a
-  user's errand ("Book me ..."), an assistant's restatement of what the user said
-  (most of its words the user's, no figure of its own), a restatement of the
-  conversation ("The user asked ...", "The assistant will ..."), a fact that leans on
-  the conversation ("... there", "the lunchtime one"), one that says less than a fact
-  before it (its date aside) or only that a kept table was shared, and chit-chat
-  (thanks, greetings, offers of help) are dropped;
+  model did not; a fact quoting a user's question (unless it is an instruction; a
+  statement of the turn sharing only the question's words does not make it one), a
+  user's errand ("Book me ...", or a need the assistant went to a tool for), a name
+  for the user they never gave themselves, an assistant's restatement of what the
+  user said (most of its words the user's, no figure of its own), its promises
+  ("I'll ...") and questions (but "How about ...?"), its answers about the present
+  moment ("today", "right now", or answering a question about it), its general
+  remarks made into a fact about someone it did not name, a second fact from one
+  assistant sentence (a sentence starting "It ..." counts as the one before), a
+  restatement of the conversation ("The user asked ...", "The assistant will ..."), a
+  fact that leans on the conversation ("... there", "the lunchtime one", "he" or
+  "she" with nobody named), one that says less than a fact before it (its date
+  aside) or says an earlier fact's figures again of the same thing, or only that a
+  kept table was shared, and chit-chat (thanks, greetings, offers of help) are
+  dropped; a fact of two clauses whose second has the user's own subject ("... and
+  we moved to Exeter") is two facts;
 - a fact written as an instruction ("Please always ...", "The assistant must ...")
   is the user's directive, worded "The user wants the assistant to ..."; so is what
   the model made of a question asking for standing behaviour ("... from now on?").
@@ -51,6 +62,9 @@ from jennah.adapters.models.local_turns import (
     USER,
     Turn,
     as_sentence,
+    figures,
+    sentence_group,
+    sentences,
     stems_of,
     undated,
 )
@@ -310,6 +324,19 @@ _VAGUE = re.compile(
     r"\b(?:there|the \w+ one)\b(?! (?:is|are|was|were)\b)|\b(?:it|that|them)\.$", re.I
 )
 
+# "he", "she" ... in a fact that names nobody but the user: someone from the conversation
+# ("The user wants to fly over for the weekend of her birthday"); a small model calls the
+# user "they". Someone named: a name (a capitalised word) or a relative, a friend, a
+# colleague, a pet.
+_HE_OR_SHE = re.compile(r"\b(?:he|she|him|his|her|hers)\b", re.IGNORECASE)
+_SOMEONE = re.compile(
+    r"\b(?!(?:The|A|An|It|This|That|He|She|His|Her|They|Their)\b)[A-Z][a-z]|"
+    r"\b(?:mother|mum|mom|father|dad|parent|son|daughter|child|kid|baby|wife|husband|"
+    r"partner|sister|brother|sibling|aunt|uncle|niece|nephew|cousin|grand\w+|friend|boss|"
+    r"manager|colleague|coworker|neighbou?r|landlord|landlady|doctor|teacher|dog|cat|puppy|"
+    r"kitten|pet|horse)s?\b"
+)
+
 
 def candidates(
     facts: Iterable[dict[str, Any]],
@@ -325,8 +352,10 @@ def candidates(
     about_kept = set().union(*headings) | _STRUCTURE_WORDS if kept else set()
     found: list[ExtractedCandidate] = []
     seen: list[set[str]] = []
-    for fact in facts:
-        candidate = _candidate(fact, turns, clock)
+    dated: list[tuple[set[str], set[str]]] = []  # (figures, stems) of the facts kept
+    answered: set[tuple[int, int]] = set()  # (assistant turn, sentence) a fact was drawn from
+    for part in (part for fact in facts for part in _split(fact)):
+        candidate = _candidate(part, turns, clock)
         if candidate is None:
             continue
         stems = stems_of(candidate.text)
@@ -334,7 +363,16 @@ def candidates(
             continue
         if len(undated(stems)) > 1 and any(undated(stems) <= other for other in seen):
             continue  # says less than a fact before it (its date aside)
+        if any(_same_figures(candidate.text, stems, other) for other in dated):
+            seen.append(stems)  # said again: what says less than it is a repeat too
+            continue  # an earlier fact's figures said again of the same thing
+        sentence = _assistant_sentence(candidate, turns)
+        if sentence in answered:
+            continue  # a detail of an assistant's sentence already kept
+        if sentence is not None:
+            answered.add(sentence)
         seen.append(stems)
+        dated.append((figures(candidate.text), stems))
         found.append(candidate)
     for instruction in instruction_candidates(turns, clock):
         stems = stems_of(instruction.text)
@@ -342,6 +380,47 @@ def candidates(
             seen.append(stems)
             found.append(instruction)
     return found + kept
+
+
+def _assistant_sentence(
+    candidate: ExtractedCandidate, turns: Sequence[Turn]
+) -> tuple[int, int] | None:
+    """(turn, sentence) of an assistant's fact: what it quotes, a sentence leaning on the
+    one before it ("It takes 25 minutes.") counted as that one; None for a user's fact."""
+    turn = next(t for t in turns if t.index == candidate.turns[0])
+    if turn.role != ASSISTANT:
+        return None
+    return turn.index, sentence_group(turn.visible, candidate.quote or "")
+
+
+# A second clause with a subject of its own, as the user said it: "The user joined the Met
+# Office and we moved to Exeter" (each can revise a different memory).
+_AND_WE = re.compile(
+    r"^(?P<first>the user\b.+?),? and (?P<subject>we|i)(?P<verb>'ve|'re|'m| have| are| am)?\s+"
+    r"(?P<rest>\w.*)$",
+    re.IGNORECASE,
+)
+_VERBS = {"'ve": "has", " have": "has", "'re": "is", " are": "is", "'m": "is", " am": "is"}
+
+
+def _split(fact: dict[str, Any]) -> list[dict[str, Any]]:
+    """A fact of two clauses, the second the user's own words ("... and we moved to
+    Exeter"), as two facts of the user's."""
+    match = _AND_WE.match(" ".join(str(fact.get("text", "")).split()))
+    if match is None:
+        return [fact]
+    verb = _VERBS.get((match["verb"] or "").lower(), "")
+    second = " ".join(w for w in ("The user", verb, match["rest"]) if w)
+    return [fact | {"text": match["first"]}, fact | {"text": second}]
+
+
+def _same_figures(text: str, stems: set[str], earlier: tuple[set[str], set[str]]) -> bool:
+    """The fact's figures (a date's day, an amount) are all an earlier fact's, and so is
+    half of the rest of what it says: "The user's mother's birthday is on 3 May" after
+    "The user's mother turns 70 on 3 May"."""
+    own, rest = figures(text), undated({s for s in stems if not s.isdigit()})
+    numbers, other = earlier
+    return bool(own) and own <= numbers and len(rest & other) * 2 >= len(rest)
 
 
 def _same(a: set[str], b: set[str]) -> bool:
@@ -354,23 +433,34 @@ def _candidate(
     text = as_sentence(str(fact.get("text", "")))
     if not text or text.endswith("?") or _CHITCHAT.search(text) or _VAGUE.search(text):
         return None
+    if _HE_OR_SHE.search(text) and not _SOMEONE.search(text):
+        return None
     if _META.search(text) and not _DIRECTIVE.search(text):
         return None
     stems = stems_of(text)
-    turn = _cited(stems, int(fact.get("turn", 0)) - 1, turns)
+    turn = _cited(text, int(fact.get("turn", 0)) - 1, turns)
     if turn is None:
         return None
     quote = _quote(stems, turn.visible)
     if turn.role == USER:
         text = _addressed(text)
-        standing = quote.endswith("?") and bool(_STANDING.search(quote))
+        question = _asked(stems, turn.visible)
+        standing = question is not None and bool(_STANDING.search(question))
         directive = standing or bool(_DIRECTIVE.search(text))
-        if not directive and (quote.endswith("?") or (_WANTS.match(text) and _ERRAND.match(quote))):
+        if not directive and (question is not None or _errand(text, quote, turn, turns)):
             return None  # a question or an errand, not something the user stated
+        if not _named_by_the_user(text, turns):
+            return None
     else:
         directive = False
-        if _restated(stems, turn, turns):
+        if _DIRECTIVE.search(text):
+            return None  # the assistant's turn gives no instruction: a misreading
+        if _restated(text, turn, turns) or _for_now(text, turn, turns):
             return None
+        if not _about_what_it_said(text, quote):
+            return None
+        if _PROMISE.search(quote) or (quote.endswith("?") and not _SUGGESTION.match(quote)):
+            return None  # a promise or a question: nothing the assistant supplied
         if "assistant" not in text.lower():
             text = f"The assistant said that {text[0].lower()}{text[1:]}"
     return ExtractedCandidate(
@@ -399,23 +489,113 @@ def _addressed(text: str) -> str:
     return wants + rest[0].lower() + rest[1:] if rest else text
 
 
-def _restated(stems: set[str], turn: Turn, turns: Sequence[Turn]) -> bool:
+def _restated(text: str, turn: Turn, turns: Sequence[Turn]) -> bool:
     """The words the fact takes from the assistant's turn are mostly the user's own,
     said before, and it adds no figure: an acknowledgement or restatement, not something
     the assistant supplied."""
+    stems = stems_of(text)
     taken = stems & stems_of(turn.visible)
-    said = set().union(
-        *(stems_of(t.visible) for t in turns if t.role == USER and t.index < turn.index)
-    )
+    before = [t.visible for t in turns if t.role == USER and t.index < turn.index]
+    said = set().union(*(stems_of(t) for t in before))
     if not taken or any(any(c.isdigit() for c in word) for word in taken - said):
+        return False
+    if figures(text) & figures(turn.visible) - figures(" ".join(before)):
         return False
     return len(taken & said) / len(taken) >= RESTATED
 
 
-def _cited(stems: set[str], named: int, turns: Sequence[Turn]) -> Turn | None:
-    """The spoken turn sharing most words with the fact (the named one on a tie); None
-    when the fact shares no word with any spoken turn (nothing said supports it)."""
+# An assistant's promise or acknowledgement ("I'll flag anything over budget."): what it
+# will do is not something it supplied; the user's wish behind it is the memory.
+_PROMISE = re.compile(r"\bI(?:'ll| will| won't| will not|'m going to| am going to)\b", re.I)
+# A question that suggests something ("How about miso-glazed salmon?").
+_SUGGESTION = re.compile(r"^(?:how about|what about|why not|have you (?:tried|considered))\b", re.I)
+# Words for the present moment: an answer about it ("Light rain from 3pm", "UTC+13 right
+# now") is over by the next conversation.
+_NOW = re.compile(
+    r"\b(?:today|tonight|this (?:morning|afternoon|evening)|right now|at the moment)\b", re.I
+)
+
+
+def _for_now(text: str, turn: Turn, turns: Sequence[Turn]) -> bool:
+    """An assistant's fact about the present moment: its text says so, or it answers the
+    user's question about it (the last user turn before it asks about now)."""
+    if _NOW.search(text):
+        return True
+    asked = [t for t in turns if t.role == USER and t.index < turn.index][-1:]
+    return any(
+        s.endswith("?") and bool(_NOW.search(s)) for t in asked for s in sentences(t.visible)
+    )
+
+
+# A fact's subject when it is a name ("Biscuit needs a coat ...").
+_NAMED_SUBJECT = re.compile(r"^(?!(?:The|A|An|It|This|That|These|Those)\b)(?P<name>[A-Z][\w'-]*)")
+
+
+def _about_what_it_said(text: str, quote: str) -> bool:
+    """An assistant's fact about someone or something by name is about what the assistant
+    said only when the sentence it quotes names them: "Many ex-racers need a coat in
+    winter" is not "Biscuit needs a coat in winter"."""
+    match = _NAMED_SUBJECT.match(text)
+    if match is None:
+        return True
+    return re.search(rf"\b{re.escape(match['name'])}\b", quote, re.IGNORECASE) is not None
+
+
+def _asked(stems: set[str], content: str) -> str | None:
+    """The question of `content` a fact comes from: one sharing its words, when no
+    statement of `content` shares a word of it (a date aside) that the questions do not."""
+    parts = sentences(content)
+    questions = [s for s in parts if s.endswith("?") and stems & stems_of(s)]
+    if not questions:
+        return None
+    asked = set().union(*(stems_of(q) for q in questions))
+    stated = set().union(*(stems_of(s) for s in parts if not s.endswith("?")))
+    if undated(stems & stated) - asked:
+        return None
+    return max(questions, key=lambda q: len(stems & stems_of(q)))
+
+
+def _errand(text: str, quote: str, turn: Turn, turns: Sequence[Turn]) -> bool:
+    """What the user "wants" or "needs" is an errand when the sentence asks for it ("Book
+    me ...") or the assistant went to a tool for it next (a search, a booking)."""
+    if not _WANTS.match(text):
+        return False
+    after = [t for t in turns if t.index > turn.index][:1]
+    return bool(_ERRAND.match(quote)) or any(t.role not in SPEAKERS for t in after)
+
+
+# "The user's name is Tomasz": a name the user gives themselves ("I'm Priya", "my name
+# is ...", "call me ..."); a small model also names the user after someone else.
+_USERS_NAME = re.compile(
+    r"^the user(?:'s name is| is called| is named| goes by)\s+(?P<name>[A-Z][\w'-]*)", re.I
+)
+
+
+def _named_by_the_user(text: str, turns: Sequence[Turn]) -> bool:
+    """A fact naming the user holds a name a user turn introduces them by."""
+    match = _USERS_NAME.match(text)
+    if match is None:
+        return True
+    name = re.escape(match["name"])
+    introduced = re.compile(
+        rf"\b(?:i'm|i am|im|my name is|my name's|call me|this is|it's)\s+{name}\b|"
+        rf"^\s*{name}\s+here\b",
+        re.IGNORECASE,
+    )
+    return any(introduced.search(t.visible) for t in turns if t.role == USER)
+
+
+def _cited(text: str, named: int, turns: Sequence[Turn]) -> Turn | None:
+    """The spoken turn sharing most words with the fact (the named one on a tie), unless
+    an assistant's turn is the only one saying a figure of it (the assistant supplied
+    it); None when the fact shares no word with any spoken turn (nothing said supports
+    it)."""
+    stems = stems_of(text)
     spoken = [t for t in turns if t.spoken]
+    for turn in spoken:
+        others = " ".join(t.visible for t in spoken if t is not turn)
+        if turn.role == ASSISTANT and figures(text) & figures(turn.visible) - figures(others):
+            return turn
     scores = {t.index: len(stems & stems_of(t.visible)) for t in spoken}
     best = max(scores.values(), default=0)
     if best == 0:

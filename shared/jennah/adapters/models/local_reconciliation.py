@@ -13,7 +13,8 @@ candidate: a pair with the same meaning -> "known" (that memory), unless NEW say
 something changed that OLD does not ("no longer", a negation: then "revised"); else
 a contradicted pair -> "revised" (that memory); else "new". Code decides what needs
 no judgment: a relationship candidate (the local model extracts none) and a
-candidate without neighbours are "new".
+candidate without neighbours, or whose neighbours are all of another memory type (it can
+neither restate nor revise them), are "new".
 """
 
 from __future__ import annotations
@@ -96,7 +97,13 @@ def _pairs(candidate: dict[str, Any], existing: dict[str, dict[str, Any]]) -> It
         return
     named = candidate.get("neighbours")
     ids = [str(i) for i in named] if isinstance(named, list) else list(existing)
-    memories = [existing[i] for i in ids if i in existing and not _is_relationship(existing[i])]
+    memories = [
+        existing[i]
+        for i in ids
+        if i in existing
+        and not _is_relationship(existing[i])
+        and _same_type(candidate, existing[i])
+    ]
     for memory in memories[:MAX_PAIRS]:
         yield Pair(
             int(candidate["candidateIndex"]),
@@ -104,6 +111,14 @@ def _pairs(candidate: dict[str, Any], existing: dict[str, dict[str, Any]]) -> It
             str(memory.get("text", "")),
             str(candidate.get("text", "")),
         )
+
+
+def _same_type(candidate: dict[str, Any], memory: dict[str, Any]) -> bool:
+    """Whether the memory is of the candidate's memory type (either unnamed: assumed so):
+    a candidate can only restate or revise a memory of its own type (the formation
+    rejects any other verdict), so another type's memory is not asked about."""
+    mine, theirs = candidate.get("memoryType"), memory.get("memoryType")
+    return not mine or not theirs or mine == theirs
 
 
 def _is_relationship(item: dict[str, Any]) -> bool:

@@ -89,12 +89,37 @@ def structures_of(data: dict[str, Any]) -> dict[int, list[Structure]]:
 
 # Sentences and words.
 
-SENTENCE = re.compile(r"[^.!?\n]+[.!?]*")
+# A point between digits ("4.5%", "10.5") does not end a sentence.
+SENTENCE = re.compile(r"(?:[^.!?\n]|\.(?=\d))+[.!?]*")
 
 
 def sentences(text: str) -> list[str]:
     """The sentences of `text`, verbatim but for surrounding spaces."""
     return [found.strip() for found in SENTENCE.findall(text) if found.strip()]
+
+
+# A sentence that leans on the one before it ("It takes about 25 minutes.").
+_ANAPHORIC = re.compile(r"^(?:it|this|that|they|these|those|he|she)\b", re.IGNORECASE)
+
+
+def sentence_group(content: str, sentence: str) -> int:
+    """Which of `content`'s sentences `sentence` is, counting a sentence that leans on the
+    one before it as part of that one (-1: not one of them)."""
+    group = -1
+    for found in sentences(content):
+        if group < 0 or not _ANAPHORIC.match(found):
+            group += 1
+        if found == sentence.strip():
+            return group
+    return -1
+
+
+_FIGURE = re.compile(r"\d+(?:[.,:]\d+)*")
+
+
+def figures(text: str) -> set[str]:
+    """The numbers of `text`, thousands separators dropped: "£1,223" and "1223" meet."""
+    return {found.replace(",", "") for found in _FIGURE.findall(text)}
 
 
 def as_sentence(text: str) -> str:
@@ -120,9 +145,10 @@ _STOPWORDS = frozenset({
 
 
 def stems_of(text: str) -> set[str]:
-    """Content words, without a plural "s" and cut to 5 letters, so "allergic" meets
-    "allergy" and "seats" meets "seat"."""
-    words = (w for w in _WORD.findall(text.lower()) if len(w) > 2 and w not in _STOPWORDS)
+    """Content words, without a possessive or plural "s" and cut to 5 letters, so
+    "allergic" meets "allergy", "seats" meets "seat" and "mum's" meets "mum"."""
+    words = (w.removesuffix("'s") for w in _WORD.findall(text.lower()))
+    words = (w for w in words if len(w) > 2 and w not in _STOPWORDS)
     return {_singular(w)[:5] for w in words}
 
 
