@@ -863,6 +863,24 @@ def test_the_users_name_is_one_they_give_themselves() -> None:
     ]
 
 
+def test_a_name_nobody_said_as_the_subject_of_the_users_own_words_is_the_user() -> None:
+    turns = [
+        ("user", "I've left St Mary's, I now work at Leeds General Infirmary as a charge nurse."),
+        ("user", "My daughter Mira is a swimmer."),
+    ]
+    answer = facts(
+        (1, "John now works at Leeds General Infirmary as a charge nurse."),
+        (1, "John's old job was at St Mary's."),
+        (2, "Mira is the user's daughter and a swimmer."),
+    )
+    candidates, _ = extract(turns, answer)
+    assert [c.text for c in candidates] == [
+        "The user now works at Leeds General Infirmary as a charge nurse.",
+        "The user's old job was at St Mary's.",
+        "Mira is the user's daughter and a swimmer.",
+    ]
+
+
 def test_the_assistants_promises_and_questions_are_not_what_it_supplied() -> None:
     turns = [
         ("user", "Here is our budget, keep it. Rent is 1,150."),

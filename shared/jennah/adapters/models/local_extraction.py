@@ -449,6 +449,7 @@ def _candidate(
         directive = standing or bool(_DIRECTIVE.search(text))
         if not directive and (question is not None or _errand(text, quote, turn, turns)):
             return None  # a question or an errand, not something the user stated
+        text = _as_the_user(text, turn, turns)
         if not _named_by_the_user(text, turns):
             return None
     else:
@@ -583,6 +584,61 @@ def _named_by_the_user(text: str, turns: Sequence[Turn]) -> bool:
         re.IGNORECASE,
     )
     return any(introduced.search(t.visible) for t in turns if t.role == USER)
+
+
+# A fact's leading capitalised word and the rest: "John now works at ...", "John's ...".
+_LEADING_NAME = re.compile(r"^(?P<name>[A-Z][a-z]+)(?P<rest>(?:'s)?\s.*)$")
+_NOT_NAMES = frozenset(
+    [
+        "the",
+        "a",
+        "an",
+        "this",
+        "that",
+        "these",
+        "those",
+        "it",
+        "its",
+        "their",
+        "there",
+        "her",
+        "his",
+        "my",
+        "our",
+        "your",
+        "in",
+        "on",
+        "at",
+        "from",
+        "every",
+        "each",
+        "all",
+        "some",
+        "no",
+        "one",
+        "both",
+        "either",
+        "neither",
+        "any",
+        "after",
+        "before",
+        "when",
+    ]
+)
+_FIRST_PERSON = re.compile(r"\b(?:i|i'm|i've|i'd|i'll|im|ive|my|me)\b", re.IGNORECASE)
+
+
+def _as_the_user(text: str, turn: Turn, turns: Sequence[Turn]) -> str:
+    """A fact the user said of themselves ("I now work at the Infirmary") whose subject is
+    a name no turn of the conversation holds ("John now works at ...": a small model names
+    the user after its examples) is about the user."""
+    match = _LEADING_NAME.match(text)
+    if match is None or match["name"].lower() in _NOT_NAMES:
+        return text
+    name = re.compile(rf"\b{re.escape(match['name'])}\b", re.IGNORECASE)
+    if any(name.search(t.visible) for t in turns) or not _FIRST_PERSON.search(turn.visible):
+        return text
+    return f"The user{match['rest']}"
 
 
 def _cited(text: str, named: int, turns: Sequence[Turn]) -> Turn | None:
