@@ -17,11 +17,13 @@ from jennah.domain.models import (
     ScopeRef,
     ScoredRecord,
 )
+from jennah.domain.retrieval import RetrievalMode
 from jennah.errors import InvalidArgument
 from jennah.services.commands import GraphQuery, QueryCommand, SemanticQuery, Traversal
 from jennah.services.query import MAX_DEPTH, MAX_TOP_K, QueryResult, query
 
 SCOPE = ScopeRef(enterprise_id="ent", scope_id="bot")
+SEMANTIC = RetrievalMode.SEMANTIC
 NOW = datetime(2026, 11, 29, tzinfo=UTC)
 KEYS = {"NodeId": "node_id", "Label": "label", "NodeType": "node_type"}
 
@@ -139,9 +141,12 @@ def test_filter_on_class() -> None:
 def test_semantic_defaults_to_now_and_honours_as_of() -> None:
     store = GraphStore()
     earlier = datetime(2020, 1, 1, tzinfo=UTC)
-    ask(QueryCommand(scope=SCOPE, semantic=SemanticQuery(query_text="x")), store)
+    ask(QueryCommand(scope=SCOPE, semantic=SemanticQuery(query_text="x", mode=SEMANTIC)), store)
     ask(
-        QueryCommand(scope=SCOPE, semantic=SemanticQuery(query_text="x", as_of_valid=earlier)),
+        QueryCommand(
+            scope=SCOPE,
+            semantic=SemanticQuery(query_text="x", as_of_valid=earlier, mode=SEMANTIC),
+        ),
         store,
     )
     assert store.searched == [(10, NOW), (10, earlier)]

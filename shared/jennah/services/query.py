@@ -1,4 +1,11 @@
-"""memory:query: semantic search and graph traversal, now or as of a valid time."""
+"""memory:query: semantic search and graph traversal, now or as of a valid time.
+
+The semantic section searches in one of three modes (`RetrievalMode`): by meaning
+(the store's vector search), by words (the store's word search, then its
+typo-tolerant one), or both, merged by reciprocal-rank fusion (the default). Every
+part gets the same filters and valid time, so every mode answers from the same
+eligible memories.
+"""
 
 from __future__ import annotations
 
@@ -15,6 +22,17 @@ from jennah.domain.models import (
     MetadataFilter,
     ScopeRef,
     ScoredRecord,
+)
+from jennah.domain.retrieval import (
+    CANDIDATE_DEPTH,
+    FUZZY_WEIGHT,
+    SEMANTIC_WEIGHT,
+    WORD_WEIGHT,
+    RetrievalMode,
+    fuzzy_words,
+    lexical_order,
+    query_words,
+    reciprocal_rank_fusion,
 )
 from jennah.domain.rules import (
     MAX_DEPTH,
@@ -90,14 +108,65 @@ def _semantic(
             field="semantic.topK",
         )
     _check_filters(semantic.filters, "semantic.filters", keys=None)
+    search = _Search(scope, store, semantic, semantic.as_of_valid or instant)
     started = time.perf_counter()
-    vector = embedder.embed(semantic.query_text)
+    vector = None
+    if semantic.mode is not RetrievalMode.LEXICAL:
+        vector = embedder.embed(semantic.query_text)
     embedded = time.perf_counter()
-    result.semantic = store.search_chunks(
-        scope, vector, semantic.top_k, semantic.filters, semantic.as_of_valid or instant
-    )
+    if vector is None:
+        result.semantic = search.lexical()
+    elif semantic.mode is RetrievalMode.SEMANTIC:
+        result.semantic = search.by_meaning(vector, semantic.top_k)
+    else:
+        result.semantic = search.hybrid(vector)
     result.embedding_ms = (embedded - started) * 1000
     result.search_ms = (time.perf_counter() - embedded) * 1000
+
+
+class _Search:
+    """The parts of one semantic section, each under the section's filters and valid time."""
+
+    def __init__(
+        self, scope: ScopeRef, store: MemoryStore, semantic: SemanticQuery, as_of: datetime
+    ) -> None:
+        self.scope, self.store, self.as_of = scope, store, as_of
+        self.top_k, self.filters = semantic.top_k, semantic.filters
+        self.words = query_words(semantic.query_text)
+
+    def by_meaning(self, vector: list[float], limit: int) -> list[ScoredRecord]:
+        return self.store.search_chunks(self.scope, vector, limit, self.filters, self.as_of)
+
+    def by_words(self, limit: int, *, fuzzy: bool) -> list[ScoredRecord]:
+        words = fuzzy_words(self.words) if fuzzy else self.words
+        if not words:
+            return []
+        return self.store.search_words(
+            self.scope, words, limit, self.filters, self.as_of, fuzzy=fuzzy
+        )
+
+    def lexical(self) -> list[ScoredRecord]:
+        """The word matches, then the typo-tolerant matches; each with its store score."""
+        exact = self.by_words(self.top_k, fuzzy=False)
+        fuzzy = self.by_words(self.top_k, fuzzy=True) if len(exact) < self.top_k else []
+        found = {hit.record.id: hit for hit in [*fuzzy, *exact]}
+        order = lexical_order([h.record.id for h in exact], [h.record.id for h in fuzzy])
+        return [found[record_id] for record_id in order[: self.top_k]]
+
+    def hybrid(self, vector: list[float]) -> list[ScoredRecord]:
+        """The three parts merged by reciprocal-rank fusion; the score is the fused one."""
+        depth = max(self.top_k, CANDIDATE_DEPTH)
+        parts = [
+            (self.by_meaning(vector, depth), SEMANTIC_WEIGHT),
+            (self.by_words(depth, fuzzy=False), WORD_WEIGHT),
+            (self.by_words(depth, fuzzy=True), FUZZY_WEIGHT),
+        ]
+        found = {hit.record.id: hit.record for hits, _ in parts for hit in hits}
+        fused = reciprocal_rank_fusion([([h.record.id for h in hits], w) for hits, w in parts])
+        return [
+            ScoredRecord(record=found[record_id], score=score)
+            for record_id, score in fused[: self.top_k]
+        ]
 
 
 def _check_filters(filters: list[MetadataFilter], field: str, keys: tuple[str, ...] | None) -> None:

@@ -1,0 +1,120 @@
+"""Pure rules of memory:query's retrieval: the modes, the query words a word search
+looks for, and the merge of the ranked lists (semantic, word, typo-tolerant word).
+
+The merge is reciprocal-rank fusion: each list gives a record WEIGHT / (RRF_K + rank)
+(rank from 1), a record's score is the sum over the lists it is in, best first, ties
+broken by id. Chosen over the seed design's interleave (top few by meaning, then the
+keyword matches, then the rest of the semantic list) by measurement on LoCoMo: see
+bench/README.md ("locomo.py", the merge). `interleave` is kept for that comparison.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from enum import StrEnum
+
+
+class RetrievalMode(StrEnum):
+    """How memory:query's semantic section searches: by meaning and words together
+    (the default), by meaning alone, or by words alone."""
+
+    HYBRID = "MODE_HYBRID"
+    SEMANTIC = "MODE_SEMANTIC"
+    LEXICAL = "MODE_LEXICAL"
+
+
+# At most this many distinct words of a query reach the word search (the rest are dropped).
+MAX_QUERY_WORDS = 32
+# Candidates each part of a hybrid search contributes before the merge (at least topK).
+CANDIDATE_DEPTH = 50
+# Reciprocal-rank fusion: the rank offset and each list's weight.
+RRF_K = 60
+SEMANTIC_WEIGHT = 1.0
+WORD_WEIGHT = 1.0
+FUZZY_WEIGHT = 0.3
+# The typo-tolerant search matches words of at least this many characters
+# (shorter ones share too few letter trigrams to tell a typo from another word).
+MIN_FUZZY_WORD_LENGTH = 4
+
+_WORD = re.compile(r"\w+", re.UNICODE)
+
+# Words a question is made of and a memory is not found by: articles, auxiliaries,
+# pronouns, prepositions, question words, and the verbs questions are built with.
+_STOPWORD_TEXT = """
+    a about above after again against all also am an and any are aren as at be because been
+    before being below between both but by can cannot could couldn did didn do does doesn
+    doing don down during each either else ever few for from further had hadn has hasn have
+    haven having he her here hers herself him himself his how i if in into is isn it its
+    itself just let me might more most must mustn my myself neither no nor not now of off on
+    once only or other ought our ours ourselves out over own same shall shan she should
+    shouldn so some such than that the their theirs them themselves then there these they
+    this those through to too under until up upon us very was wasn we were weren what when
+    whence where whereas whether which while who whom whose why will with won would wouldn
+    yet you your yours yourself yourselves s t d ll m re ve
+    anything something everything nothing someone anyone everyone kind sort thing things
+    tell told say said like likely many much often recently last ago
+"""
+STOPWORDS = frozenset(_STOPWORD_TEXT.split())
+
+
+def query_words(text: str) -> list[str]:
+    """The distinct lowercase words of `text` a word search looks for, in order:
+    letters and digits only (so no search syntax reaches a store), stopwords dropped,
+    at most MAX_QUERY_WORDS."""
+    words: list[str] = []
+    for word in _WORD.findall(text.lower()):
+        word = word.strip("_")
+        if word and word not in STOPWORDS and word not in words and "_" not in word:
+            words.append(word)
+        if len(words) == MAX_QUERY_WORDS:
+            break
+    return words
+
+
+def fuzzy_words(words: Sequence[str]) -> list[str]:
+    """The words long enough for the typo-tolerant search."""
+    return [word for word in words if len(word) >= MIN_FUZZY_WORD_LENGTH]
+
+
+def trigrams(word: str) -> list[str]:
+    """The distinct letter trigrams of one word, in order."""
+    grams: list[str] = []
+    for i in range(len(word) - 2):
+        gram = word[i : i + 3]
+        if gram not in grams:
+            grams.append(gram)
+    return grams
+
+
+def reciprocal_rank_fusion(
+    ranked_lists: Sequence[tuple[Sequence[str], float]], rrf_k: int = RRF_K
+) -> list[tuple[str, float]]:
+    """(id, fused score) over every id of the (ranked ids, weight) lists, best first,
+    ties by id; an id repeated within one list counts at its first rank."""
+    scores: dict[str, float] = {}
+    for ids, weight in ranked_lists:
+        for rank, record_id in enumerate(_distinct(ids), start=1):
+            scores[record_id] = scores.get(record_id, 0.0) + weight / (rrf_k + rank)
+    return sorted(scores.items(), key=lambda item: (-item[1], item[0]))
+
+
+def interleave(semantic: Sequence[str], words: Sequence[str], lead: int) -> list[str]:
+    """The seed design's merge: the first `lead` semantic ids, then the word matches,
+    then the rest of the semantic list; duplicates removed, first place kept."""
+    return _distinct([*semantic[:lead], *words, *semantic[lead:]])
+
+
+def lexical_order(words: Sequence[str], fuzzy: Sequence[str]) -> list[str]:
+    """A word search's answer: the exact word matches, then the typo-tolerant ones."""
+    return _distinct([*words, *fuzzy])
+
+
+def _distinct(ids: Iterable[str]) -> list[str]:
+    seen: set[str] = set()
+    out: list[str] = []
+    for record_id in ids:
+        if record_id not in seen:
+            seen.add(record_id)
+            out.append(record_id)
+    return out
