@@ -2,7 +2,8 @@
 
 The word search (MODE_LEXICAL) finds chunks by their words, then by words with a
 typo; MODE_HYBRID merges the semantic list, the word list and the typo-tolerant
-list by reciprocal-rank fusion. Every part answers only from chunks valid at the
+list: the top few by meaning lead, the keyword matches follow, the rest by meaning
+fills in. Every part answers only from chunks valid at the
 query's instant that match every filter, in the query's scope.
 """
 
@@ -123,7 +124,8 @@ def test_a_word_with_one_typo_still_finds_its_memory(
     store: MemoryStore, corpus: ScopeRef, typo: str, text: str
 ) -> None:
     assert lexical(store, corpus, f"what about {typo}?")[0] == cid(text)
-    assert search_ids(store, corpus, typo, mode=HYBRID, top_k=1) == [cid(text)]
+    # in the hybrid merge, keyword matches follow the top few by meaning
+    assert cid(text) in search_ids(store, corpus, typo, mode=HYBRID, top_k=retrieval.MERGE_LEAD + 1)
 
 
 def test_the_typo_tolerant_search_answers_at_the_valid_time_and_under_filters(
@@ -155,30 +157,27 @@ def test_a_superseded_chunk_leaves_the_word_search_at_its_invalid_at(
     assert search_ids(store, scope, "Acmee", mode=LEXICAL, as_of=at(2024, 6)) == [old_id]
 
 
-def test_hybrid_is_the_reciprocal_rank_fusion_of_its_parts(
-    store: MemoryStore, corpus: ScopeRef
-) -> None:
-    text, as_of = "tea in Lisbn", at(2032)
+def test_hybrid_interleaves_its_parts(store: MemoryStore, corpus: ScopeRef) -> None:
+    """The top MERGE_LEAD by meaning, then the word matches, then the typo-tolerant
+    matches (for the words the word matches do not hold), then the rest by meaning."""
+    text, as_of, top_k = "greyhound in Lisbn", at(2032), 6
     words = retrieval.query_words(text)
-    depth = retrieval.CANDIDATE_DEPTH
-    parts = [
-        (store.search_chunks(corpus, EMBEDDER.embed(text), depth, [], as_of), 1.0),
-        (store.search_words(corpus, words, depth, [], as_of), retrieval.WORD_WEIGHT),
-        (
-            store.search_words(corpus, retrieval.fuzzy_words(words), depth, [], as_of, fuzzy=True),
-            retrieval.FUZZY_WEIGHT,
-        ),
-    ]
-    expected = retrieval.reciprocal_rank_fusion(
-        [([hit.record.id for hit in hits], weight) for hits, weight in parts]
-    )[:5]
-    actual = search(store, corpus, text, mode=HYBRID, top_k=5, as_of=as_of)
-    assert [i for i, _ in actual] == [i for i, _ in expected]
-    assert [s for _, s in actual] == pytest.approx([s for _, s in expected])
-    assert actual[0][0] == cid("green tea in Lisbon")
+    exact = store.search_words(corpus, words, top_k, [], as_of)
+    typos = retrieval.unmatched_words(words, [hit.record.text for hit in exact])
+    assert typos == ["lisbn"]  # "greyhound" is held by the word matches
+    typo = store.search_words(corpus, typos, top_k, [], as_of, fuzzy=True)
+    semantic = store.search_chunks(corpus, EMBEDDER.embed(text), top_k, [], as_of)
+    keyword = retrieval.lexical_order(
+        [hit.record.id for hit in exact], [hit.record.id for hit in typo]
+    )
+    expected = retrieval.interleave([hit.record.id for hit in semantic], keyword)[:top_k]
+    actual = search(store, corpus, text, mode=HYBRID, top_k=top_k, as_of=as_of)
+    assert [record_id for record_id, _ in actual] == expected
+    assert [score for _, score in actual] == [1 / rank for rank in range(1, top_k + 1)]
+    assert cid("green tea in Lisbon") in expected
 
 
-def test_hybrid_lifts_a_word_match_above_the_semantic_order(
+def test_hybrid_puts_a_word_match_right_after_the_lead_by_meaning(
     store: MemoryStore, scope: ScopeRef
 ) -> None:
     # The bag-of-words embedder sees "greyhounds" and "greyhound" as unrelated words;
@@ -189,7 +188,8 @@ def test_hybrid_lifts_a_word_match_above_the_semantic_order(
     target = chunk_id("Ana adopted two greyhounds", None)
     semantic = search_ids(store, scope, "greyhound nothing", mode=SEMANTIC)
     assert semantic.index(target) == 6  # last: the notes share "nothing"
-    assert search_ids(store, scope, "greyhound nothing", mode=HYBRID)[0] == target
+    hybrid = search_ids(store, scope, "greyhound nothing", mode=HYBRID)
+    assert hybrid.index(target) == retrieval.MERGE_LEAD  # right after the lead by meaning
 
 
 def test_hybrid_applies_filters_and_valid_time_to_every_part(
@@ -212,16 +212,13 @@ def test_every_mode_is_confined_to_its_scope(store: MemoryStore, corpus: ScopeRe
     assert search_ids(store, new_scope(), "trains Porto", mode=HYBRID) == []
 
 
-def test_lexical_scores_are_relevances_and_hybrid_scores_are_fused(
+def test_lexical_scores_are_relevances_and_hybrid_scores_are_reciprocal_ranks(
     store: MemoryStore, corpus: ScopeRef
 ) -> None:
     lexical_hits = search(store, corpus, "Porto", mode=LEXICAL)
     assert lexical_hits[0][1] > 0
     hybrid_hits = search(store, corpus, "Porto", mode=HYBRID, top_k=3)
-    assert all(
-        0 < s <= 1.0 + retrieval.WORD_WEIGHT + retrieval.FUZZY_WEIGHT for _, s in hybrid_hits
-    )
-    assert [s for _, s in hybrid_hits] == sorted((s for _, s in hybrid_hits), reverse=True)
+    assert [s for _, s in hybrid_hits] == [1.0, 0.5, 1 / 3]
 
 
 def test_semantic_mode_is_unchanged(store: MemoryStore, corpus: ScopeRef) -> None:

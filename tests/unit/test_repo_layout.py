@@ -30,6 +30,7 @@ DEV_PACKAGES = [
     "mypy",
     "hypothesis",
     "bm25s",
+    "PyStemmer",
     "types-PyYAML",
     "import-linter",
     "schemathesis",

@@ -55,3 +55,9 @@ def test_interleave_and_lexical_order_remove_duplicates() -> None:
         "s3",
     ]
     assert lexical_order(["a", "b"], ["b", "c"]) == ["a", "b", "c"]
+
+
+def test_unmatched_words_forgive_inflection_but_not_typos() -> None:
+    texts = ["Ana adopted two greyhounds", "tea in Lisbon"]
+    assert retrieval.unmatched_words(["adopting", "greyhound", "lisbn", "tea"], texts) == ["lisbn"]
+    assert retrieval.unmatched_words(["porto"], []) == ["porto"]

@@ -2,7 +2,9 @@
 
 The semantic section searches in one of three modes (`RetrievalMode`): by meaning
 (the store's vector search), by words (the store's word search, then its
-typo-tolerant one), or both, merged by reciprocal-rank fusion (the default). Every
+typo-tolerant one for the words it did not find), or both (the default), merged
+as the seed design says: the top few by meaning lead, the keyword matches follow,
+the rest of the semantic list fills in (`retrieval.interleave`). Every
 part gets the same filters and valid time, so every mode answers from the same
 eligible memories.
 """
@@ -24,15 +26,13 @@ from jennah.domain.models import (
     ScoredRecord,
 )
 from jennah.domain.retrieval import (
-    CANDIDATE_DEPTH,
-    FUZZY_WEIGHT,
-    SEMANTIC_WEIGHT,
-    WORD_WEIGHT,
     RetrievalMode,
     fuzzy_words,
+    interleave,
     lexical_order,
+    merged_score,
     query_words,
-    reciprocal_rank_fusion,
+    unmatched_words,
 )
 from jennah.domain.rules import (
     MAX_DEPTH,
@@ -137,35 +137,41 @@ class _Search:
     def by_meaning(self, vector: list[float], limit: int) -> list[ScoredRecord]:
         return self.store.search_chunks(self.scope, vector, limit, self.filters, self.as_of)
 
-    def by_words(self, limit: int, *, fuzzy: bool) -> list[ScoredRecord]:
-        words = fuzzy_words(self.words) if fuzzy else self.words
+    def by_words(self, limit: int) -> list[ScoredRecord]:
+        if not self.words:
+            return []
+        return self.store.search_words(self.scope, self.words, limit, self.filters, self.as_of)
+
+    def by_typo(self, limit: int, exact: list[ScoredRecord]) -> list[ScoredRecord]:
+        """The typo-tolerant search, for the words the word matches do not hold (so a
+        query of known words pays nothing for it)."""
+        words = fuzzy_words(unmatched_words(self.words, (h.record.text for h in exact)))
         if not words:
             return []
         return self.store.search_words(
-            self.scope, words, limit, self.filters, self.as_of, fuzzy=fuzzy
+            self.scope, words, limit, self.filters, self.as_of, fuzzy=True
         )
 
     def lexical(self) -> list[ScoredRecord]:
         """The word matches, then the typo-tolerant matches; each with its store score."""
-        exact = self.by_words(self.top_k, fuzzy=False)
-        fuzzy = self.by_words(self.top_k, fuzzy=True) if len(exact) < self.top_k else []
+        exact = self.by_words(self.top_k)
+        fuzzy = self.by_typo(self.top_k, exact) if len(exact) < self.top_k else []
         found = {hit.record.id: hit for hit in [*fuzzy, *exact]}
         order = lexical_order([h.record.id for h in exact], [h.record.id for h in fuzzy])
         return [found[record_id] for record_id in order[: self.top_k]]
 
     def hybrid(self, vector: list[float]) -> list[ScoredRecord]:
-        """The three parts merged by reciprocal-rank fusion; the score is the fused one."""
-        depth = max(self.top_k, CANDIDATE_DEPTH)
-        parts = [
-            (self.by_meaning(vector, depth), SEMANTIC_WEIGHT),
-            (self.by_words(depth, fuzzy=False), WORD_WEIGHT),
-            (self.by_words(depth, fuzzy=True), FUZZY_WEIGHT),
-        ]
-        found = {hit.record.id: hit.record for hits, _ in parts for hit in hits}
-        fused = reciprocal_rank_fusion([([h.record.id for h in hits], w) for hits, w in parts])
+        """The top few by meaning, the keyword matches, the rest by meaning; each part
+        needs no more than topK. The score is the merged rank's (1 / rank)."""
+        semantic = self.by_meaning(vector, self.top_k)
+        exact = self.by_words(self.top_k)
+        typo = self.by_typo(self.top_k, exact)
+        found = {hit.record.id: hit.record for hit in [*semantic, *exact, *typo]}
+        keyword = lexical_order([h.record.id for h in exact], [h.record.id for h in typo])
+        merged = interleave([h.record.id for h in semantic], keyword)[: self.top_k]
         return [
-            ScoredRecord(record=found[record_id], score=score)
-            for record_id, score in fused[: self.top_k]
+            ScoredRecord(record=found[record_id], score=merged_score(rank))
+            for rank, record_id in enumerate(merged, start=1)
         ]
 
 

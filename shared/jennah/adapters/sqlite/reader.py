@@ -159,9 +159,11 @@ def search_text(
     """(id, relevance) of the scope's records valid at `as_of` matching every filter whose
     text matches the FTS5 expression `match` in `index`; best first (BM25), ties by id."""
     clauses, params = _metadata_clauses(filters)
+    # CROSS JOIN keeps the index as the outer loop: the other order probes the MATCH
+    # expression once per record of the scope, tens of times slower.
     rows = conn.execute(
         f"SELECT r.id, -bm25({index}) AS score FROM {index} "
-        f"JOIN memory_records AS r ON r.row_id = {index}.rowid "
+        f"CROSS JOIN memory_records AS r ON r.row_id = {index}.rowid "
         f"WHERE {index} MATCH ? AND r.enterprise_id = ? AND r.scope_id = ? AND {_VALID_AT}"
         f"{clauses} ORDER BY score DESC, r.id LIMIT ?",
         (match, *_scope(scope), as_of, as_of, *params, limit),
