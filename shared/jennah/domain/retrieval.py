@@ -78,9 +78,10 @@ def fuzzy_words(words: Sequence[str]) -> list[str]:
 def unmatched_words(words: Sequence[str], texts: Iterable[str]) -> list[str]:
     """The words none of `texts` holds, up to a common English ending ("adopting" is
     held by "adopted", "lisbn" by nothing): these, and only these, are worth a
-    typo-tolerant search."""
-    held = {_bare(w) for text in texts for w in _WORD.findall(text.lower())}
-    return [word for word in words if _bare(word) not in held]
+    typo-tolerant search. (A word inside a longer one counts as held: that only
+    spares a typo search.)"""
+    joined = "\n".join(texts).lower()
+    return [word for word in words if _bare(word) not in joined]
 
 
 def _bare(word: str) -> str:
