@@ -70,6 +70,7 @@ RRF_VARIANTS: dict[str, tuple[float, float, float, int]] = {
     "rrf sem 1 / word 2 / typo 0.3, k 10": (1.0, 2.0, 0.3, 10),
 }
 INTERLEAVE_LEADS = (1, 2, 3, 4, 5)
+KEYWORD_SHARES = (0.2, 0.35, 0.5, 0.65)  # the keyword block keeps word matches >= share x best
 _SESSION_KEY = re.compile(r"^session_(\d+)$")
 _DIA_ID = re.compile(r"D:?(\d+):0*(\d+)")
 
@@ -311,6 +312,12 @@ def _merges(store: Any, scope: ScopeRef, embedder: Embedder, text: str) -> dict[
     for lead in INTERLEAVE_LEADS:
         merged = retrieval.interleave(ids[0], retrieval.lexical_order(ids[1], ids[2]), lead)
         out[f"interleave, {lead} by meaning lead"] = [dia[i] for i in merged[:TOP_K]]
+    top = [(hit.record.id, hit.score) for hit in exact[:TOP_K]]  # what the service gets
+    for share in KEYWORD_SHARES:
+        keyword = retrieval.lexical_order(retrieval.strong_matches(top, share), ids[2])
+        merged = retrieval.interleave(ids[0], keyword, retrieval.MERGE_LEAD)
+        name = f"interleave, 3 lead, words >= {share} x best"
+        out[name] = [dia[i] for i in merged[:TOP_K]]
     return out
 
 

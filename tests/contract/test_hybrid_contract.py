@@ -158,8 +158,9 @@ def test_a_superseded_chunk_leaves_the_word_search_at_its_invalid_at(
 
 
 def test_hybrid_interleaves_its_parts(store: MemoryStore, corpus: ScopeRef) -> None:
-    """The top MERGE_LEAD by meaning, then the word matches, then the typo-tolerant
-    matches (for the words the word matches do not hold), then the rest by meaning."""
+    """The top MERGE_LEAD by meaning, then the strong word matches, then the
+    typo-tolerant matches (for the words the word matches do not hold), then the rest
+    by meaning."""
     text, as_of, top_k = "greyhound in Lisbn", at(2032), 6
     words = retrieval.query_words(text)
     exact = store.search_words(corpus, words, top_k, [], as_of)
@@ -167,9 +168,8 @@ def test_hybrid_interleaves_its_parts(store: MemoryStore, corpus: ScopeRef) -> N
     assert typos == ["lisbn"]  # "greyhound" is held by the word matches
     typo = store.search_words(corpus, typos, top_k, [], as_of, fuzzy=True)
     semantic = store.search_chunks(corpus, EMBEDDER.embed(text), top_k, [], as_of)
-    keyword = retrieval.lexical_order(
-        [hit.record.id for hit in exact], [hit.record.id for hit in typo]
-    )
+    strong = retrieval.strong_matches([(hit.record.id, hit.score) for hit in exact])
+    keyword = retrieval.lexical_order(strong, [hit.record.id for hit in typo])
     expected = retrieval.interleave([hit.record.id for hit in semantic], keyword)[:top_k]
     actual = search(store, corpus, text, mode=HYBRID, top_k=top_k, as_of=as_of)
     assert [record_id for record_id, _ in actual] == expected

@@ -13,6 +13,7 @@ from jennah.domain.models import (
     Direction,
     GraphEdge,
     GraphNode,
+    MemoryRecord,
     MetadataFilter,
     ScopeRef,
     ScoredRecord,
@@ -189,3 +190,45 @@ def test_bounds_name_the_field(command: QueryCommand, field: str | None) -> None
     with pytest.raises(InvalidArgument) as err:
         ask(command)
     assert err.value.metadata.get("field") == field
+
+
+class PartsStore:
+    """Fixed parts: six chunks by meaning, two word matches (one strong, one weak)."""
+
+    def __init__(self) -> None:
+        self.records = {i: MemoryRecord(id=i, scope=SCOPE, text=i) for i in "abcdefwx"}
+
+    def search_chunks(
+        self,
+        scope: ScopeRef,
+        vector: Sequence[float],
+        top_k: int,
+        filters: Sequence[MetadataFilter],
+        as_of: datetime,
+    ) -> list[ScoredRecord]:
+        return [ScoredRecord(record=self.records[i], score=0.5) for i in "abcdef"][:top_k]
+
+    def search_words(
+        self,
+        scope: ScopeRef,
+        words: Sequence[str],
+        limit: int,
+        filters: Sequence[MetadataFilter],
+        as_of: datetime,
+        *,
+        fuzzy: bool = False,
+    ) -> list[ScoredRecord]:
+        if fuzzy:
+            return []
+        return [
+            ScoredRecord(record=self.records["w"], score=10.0),
+            ScoredRecord(record=self.records["x"], score=4.0),  # under half the best
+        ][:limit]
+
+
+def test_hybrid_leads_with_meaning_then_strong_word_matches_then_the_rest() -> None:
+    command = QueryCommand(scope=SCOPE, semantic=SemanticQuery(query_text="w x", top_k=8))
+    result = query(command, PartsStore(), HashingEmbedder(), lambda: NOW)  # type: ignore[arg-type]
+    assert result.semantic is not None
+    assert [hit.record.id for hit in result.semantic] == ["a", "b", "c", "w", "d", "e", "f"]
+    assert [hit.score for hit in result.semantic][:2] == [1.0, 0.5]

@@ -61,3 +61,11 @@ def test_unmatched_words_forgive_inflection_but_not_typos() -> None:
     texts = ["Ana adopted two greyhounds", "tea in Lisbon"]
     assert retrieval.unmatched_words(["adopting", "greyhound", "lisbn", "tea"], texts) == ["lisbn"]
     assert retrieval.unmatched_words(["porto"], []) == ["porto"]
+
+
+def test_strong_matches_keep_those_at_least_a_share_of_the_best_in_order() -> None:
+    scored = [("a", 4.0), ("b", 1.0), ("c", 2.0), ("d", 2.5)]
+    assert retrieval.strong_matches(scored, 0.5) == ["a", "c", "d"]
+    assert retrieval.strong_matches(scored) == ["a", "c", "d"]  # the default share is 0.5
+    assert retrieval.strong_matches([], 0.5) == []
+    assert retrieval.strong_matches([("x", 0.0)], 0.5) == ["x"]

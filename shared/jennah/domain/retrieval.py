@@ -2,11 +2,12 @@
 looks for, and the merge of the ranked lists (semantic, word, typo-tolerant word).
 
 The merge is the seed design's interleave: the top MERGE_LEAD by meaning lead, the
-keyword matches follow (word matches, then typo-tolerant ones), the rest of the
-semantic list fills in, duplicates removed. Chosen over reciprocal-rank fusion by
-measurement on LoCoMo (the first five conversations; bench/README.md, "locomo.py"):
-R@10 0.652 against 0.577 (k 60) and 0.609 (k 20). `reciprocal_rank_fusion` is kept
-for that comparison.
+keyword matches follow (the word matches scoring at least KEYWORD_SCORE_SHARE of the
+best one, then the typo-tolerant ones), the rest of the semantic list fills in,
+duplicates removed. Chosen over reciprocal-rank fusion by measurement on LoCoMo (the
+first five conversations; README, "Retrieval: hybrid search on LoCoMo"): R@10 0.666
+against 0.577 (k 60) and 0.606 (k 20). `reciprocal_rank_fusion` is kept for that
+comparison.
 """
 
 from __future__ import annotations
@@ -27,8 +28,11 @@ class RetrievalMode(StrEnum):
 
 # At most this many distinct words of a query reach the word search (the rest are dropped).
 MAX_QUERY_WORDS = 32
-# The hybrid merge: this many results by meaning lead the keyword matches.
+# The hybrid merge: this many results by meaning lead the keyword matches, and a word
+# match joins them only when it scores at least this share of the best word match
+# (a match on a speaker's name alone is no evidence).
 MERGE_LEAD = 3
+KEYWORD_SCORE_SHARE = 0.5
 # Reciprocal-rank fusion's usual rank offset (for the comparison of merges).
 RRF_K = 60
 # The typo-tolerant search matches words of at least this many characters
@@ -126,6 +130,16 @@ def interleave(semantic: Sequence[str], words: Sequence[str], lead: int = MERGE_
 def lexical_order(words: Sequence[str], fuzzy: Sequence[str]) -> list[str]:
     """A word search's answer: the exact word matches, then the typo-tolerant ones."""
     return _distinct([*words, *fuzzy])
+
+
+def strong_matches(
+    scored: Sequence[tuple[str, float]], share: float = KEYWORD_SCORE_SHARE
+) -> list[str]:
+    """The ids of the (id, score) matches scoring at least `share` of the best, in order."""
+    if not scored:
+        return []
+    best = max(score for _, score in scored)
+    return [record_id for record_id, score in scored if score >= share * best]
 
 
 def merged_score(rank: int) -> float:

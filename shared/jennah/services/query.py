@@ -3,8 +3,9 @@
 The semantic section searches in one of three modes (`RetrievalMode`): by meaning
 (the store's vector search), by words (the store's word search, then its
 typo-tolerant one for the words it did not find), or both (the default), merged
-as the seed design says: the top few by meaning lead, the keyword matches follow,
-the rest of the semantic list fills in (`retrieval.interleave`). Every
+as the seed design says: the top few by meaning lead, the keyword matches follow
+(word matches at least half as relevant as the best one), the rest of the semantic
+list fills in (`retrieval.interleave`). Every
 part gets the same filters and valid time, so every mode answers from the same
 eligible memories.
 """
@@ -32,6 +33,7 @@ from jennah.domain.retrieval import (
     lexical_order,
     merged_score,
     query_words,
+    strong_matches,
     unmatched_words,
 )
 from jennah.domain.rules import (
@@ -161,13 +163,15 @@ class _Search:
         return [found[record_id] for record_id in order[: self.top_k]]
 
     def hybrid(self, vector: list[float]) -> list[ScoredRecord]:
-        """The top few by meaning, the keyword matches, the rest by meaning; each part
-        needs no more than topK. The score is the merged rank's (1 / rank)."""
+        """The top few by meaning, the strong word matches and the typo-tolerant ones,
+        the rest by meaning; each part needs no more than topK. The score is the merged
+        rank's (1 / rank)."""
         semantic = self.by_meaning(vector, self.top_k)
         exact = self.by_words(self.top_k)
         typo = self.by_typo(self.top_k, exact)
         found = {hit.record.id: hit.record for hit in [*semantic, *exact, *typo]}
-        keyword = lexical_order([h.record.id for h in exact], [h.record.id for h in typo])
+        strong = strong_matches([(h.record.id, h.score) for h in exact])
+        keyword = lexical_order(strong, [h.record.id for h in typo])
         merged = interleave([h.record.id for h in semantic], keyword)[: self.top_k]
         return [
             ScoredRecord(record=found[record_id], score=merged_score(rank))
