@@ -313,8 +313,9 @@ def _merges(store: Any, scope: ScopeRef, embedder: Embedder, text: str) -> dict[
         merged = retrieval.interleave(ids[0], retrieval.lexical_order(ids[1], ids[2]), lead)
         out[f"interleave, {lead} by meaning lead"] = [dia[i] for i in merged[:TOP_K]]
     top = [(hit.record.id, hit.score) for hit in exact[:TOP_K]]  # what the service gets
-    for share in KEYWORD_SHARES:
-        keyword = retrieval.lexical_order(retrieval.strong_matches(top, share), ids[2])
+    for share in KEYWORD_SHARES:  # with the best typo-tolerant match per typo word
+        strong = retrieval.strong_matches(top, share)
+        keyword = retrieval.lexical_order(strong, ids[2][: len(typo_words)])
         merged = retrieval.interleave(ids[0], keyword, retrieval.MERGE_LEAD)
         name = f"interleave, 3 lead, words >= {share} x best"
         out[name] = [dia[i] for i in merged[:TOP_K]]

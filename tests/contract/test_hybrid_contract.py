@@ -158,15 +158,15 @@ def test_a_superseded_chunk_leaves_the_word_search_at_its_invalid_at(
 
 
 def test_hybrid_interleaves_its_parts(store: MemoryStore, corpus: ScopeRef) -> None:
-    """The top MERGE_LEAD by meaning, then the strong word matches, then the
-    typo-tolerant matches (for the words the word matches do not hold), then the rest
-    by meaning."""
+    """The top MERGE_LEAD by meaning, then the strong word matches, then the best
+    typo-tolerant match of each word the word matches do not hold, then the rest by
+    meaning."""
     text, as_of, top_k = "greyhound in Lisbn", at(2032), 6
     words = retrieval.query_words(text)
     exact = store.search_words(corpus, words, top_k, [], as_of)
     typos = retrieval.unmatched_words(words, [hit.record.text for hit in exact])
     assert typos == ["lisbn"]  # "greyhound" is held by the word matches
-    typo = store.search_words(corpus, typos, top_k, [], as_of, fuzzy=True)
+    typo = store.search_words(corpus, typos, len(typos), [], as_of, fuzzy=True)  # one a word
     semantic = store.search_chunks(corpus, EMBEDDER.embed(text), top_k, [], as_of)
     strong = retrieval.strong_matches([(hit.record.id, hit.score) for hit in exact])
     keyword = retrieval.lexical_order(strong, [hit.record.id for hit in typo])

@@ -3,10 +3,11 @@ looks for, and the merge of the ranked lists (semantic, word, typo-tolerant word
 
 The merge is the seed design's interleave: the top MERGE_LEAD by meaning lead, the
 keyword matches follow (the word matches scoring at least KEYWORD_SCORE_SHARE of the
-best one, then the typo-tolerant ones), the rest of the semantic list fills in,
-duplicates removed. Chosen over reciprocal-rank fusion by measurement on LoCoMo (the
-first five conversations; README, "Retrieval: hybrid search on LoCoMo"): R@10 0.666
-against 0.577 (k 60) and 0.606 (k 20). `reciprocal_rank_fusion` is kept for that
+best one, then the best typo-tolerant match of each word the word matches do not
+hold), the rest of the semantic list fills in, duplicates removed. Chosen over
+reciprocal-rank fusion by measurement on LoCoMo (the first five conversations;
+README, "Retrieval: hybrid search on LoCoMo"): R@10 0.663 against 0.577 (k 60) and
+0.606 (k 20). `reciprocal_rank_fusion` is kept for that
 comparison.
 """
 

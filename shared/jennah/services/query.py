@@ -144,10 +144,12 @@ class _Search:
             return []
         return self.store.search_words(self.scope, self.words, limit, self.filters, self.as_of)
 
-    def by_typo(self, limit: int, exact: list[ScoredRecord]) -> list[ScoredRecord]:
-        """The typo-tolerant search, for the words the word matches do not hold (so a
-        query of known words pays nothing for it)."""
-        words = fuzzy_words(unmatched_words(self.words, (h.record.text for h in exact)))
+    def typo_words(self, exact: list[ScoredRecord]) -> list[str]:
+        """The words worth a typo-tolerant search: those the word matches do not hold
+        (so a query of known words pays nothing for it)."""
+        return fuzzy_words(unmatched_words(self.words, (h.record.text for h in exact)))
+
+    def by_typo(self, words: list[str], limit: int) -> list[ScoredRecord]:
         if not words:
             return []
         return self.store.search_words(
@@ -157,18 +159,19 @@ class _Search:
     def lexical(self) -> list[ScoredRecord]:
         """The word matches, then the typo-tolerant matches; each with its store score."""
         exact = self.by_words(self.top_k)
-        fuzzy = self.by_typo(self.top_k, exact) if len(exact) < self.top_k else []
+        fuzzy = self.by_typo(self.typo_words(exact), self.top_k) if len(exact) < self.top_k else []
         found = {hit.record.id: hit for hit in [*fuzzy, *exact]}
         order = lexical_order([h.record.id for h in exact], [h.record.id for h in fuzzy])
         return [found[record_id] for record_id in order[: self.top_k]]
 
     def hybrid(self, vector: list[float]) -> list[ScoredRecord]:
-        """The top few by meaning, the strong word matches and the typo-tolerant ones,
-        the rest by meaning; each part needs no more than topK. The score is the merged
-        rank's (1 / rank)."""
+        """The top few by meaning, the strong word matches and the best typo-tolerant
+        match per typo-searched word, the rest by meaning; each part needs no more than
+        topK. The score is the merged rank's (1 / rank)."""
         semantic = self.by_meaning(vector, self.top_k)
         exact = self.by_words(self.top_k)
-        typo = self.by_typo(self.top_k, exact)
+        typo_words = self.typo_words(exact)
+        typo = self.by_typo(typo_words, len(typo_words))
         found = {hit.record.id: hit.record for hit in [*semantic, *exact, *typo]}
         strong = strong_matches([(h.record.id, h.score) for h in exact])
         keyword = lexical_order(strong, [h.record.id for h in typo])
