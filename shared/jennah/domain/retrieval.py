@@ -6,7 +6,7 @@ keyword matches follow (the word matches scoring at least KEYWORD_SCORE_SHARE of
 best one, then the best typo-tolerant match of each word the word matches do not
 hold), the rest of the semantic list fills in, duplicates removed. Chosen over
 reciprocal-rank fusion by measurement on LoCoMo (the first five conversations;
-README, "Retrieval: hybrid search on LoCoMo"): R@10 0.663 against 0.577 (k 60) and
+README, "Retrieval: hybrid search on LoCoMo"): R@10 0.662 against 0.577 (k 60) and
 0.606 (k 20). `reciprocal_rank_fusion` is kept for that
 comparison.
 """
