@@ -4,11 +4,21 @@ For each conversation of locomo10.json, in a fresh scope of one SQLite store:
 every dialogue turn is committed as a chunk through the commit service (text
 "Speaker: text", metadata dia_id / speaker / session, validAt = its session's
 date), with the MiniLM embedder. Every question of categories 1-4 is then
-asked through the query service (topK 10). A question's evidence recall@k is
-the fraction of its evidence dia_ids among the top k; "all@k" counts the
-questions whose evidence is all there. A BM25 baseline (bm25s, English
-stopwords, no stemmer) ranks the same turns for the same questions in the
-same run.
+asked through the query service (topK 10) in each mode (MODE_HYBRID, the
+default, MODE_SEMANTIC, MODE_LEXICAL). A question's evidence recall@k is the
+fraction of its evidence dia_ids among the top k; "all@k" counts the questions
+whose evidence is all there. Two BM25 baselines rank the same turns for the
+same questions in the same run: bm25s with English stopwords, without and with
+a stemmer (PyStemmer, English).
+
+The merges compared (reciprocal-rank fusion at several weights, the seed
+design's interleave at several leads) are computed from the same three ranked
+lists the store returns for the hybrid search (semantic, word, typo-tolerant
+word; 50 each), so they differ only in the merge.
+
+Honest evaluation: the merge and its weights were chosen on the first five
+conversations (file order) only; the report prints that tuned half, the last
+five as held out, and all ten, each per category.
 
 Evidence ids are normalized ("D8:6; D9:17" -> two ids, "D:11:26" -> "D11:26",
 "D30:05" -> "D30:5"); ids naming no turn of the conversation are dropped, and
@@ -31,7 +41,9 @@ from pathlib import Path
 from typing import Any
 
 from _common import machine_line, open_sqlite_store, percentile, table
+from jennah.domain import retrieval
 from jennah.domain.models import ScopeRef
+from jennah.domain.retrieval import RetrievalMode
 from jennah.ports.embedder import Embedder
 from jennah.services.commands import ChunkInput, CommitCommand, QueryCommand, SemanticQuery
 from jennah.services.commit import MAX_COMMIT_ITEMS, commit
@@ -41,6 +53,24 @@ DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
 TOP_K = 10
 CUTOFFS = (5, 10)
+TUNED_CONVERSATIONS = 5  # the first five in file order; the rest are held out
+MODES = {
+    "memory:query MODE_HYBRID (shipped)": RetrievalMode.HYBRID,
+    "memory:query MODE_SEMANTIC": RetrievalMode.SEMANTIC,
+    "memory:query MODE_LEXICAL": RetrievalMode.LEXICAL,
+}
+BM25_SYSTEMS = ("BM25 (bm25s)", "BM25 + stemming (bm25s, PyStemmer)")
+# Merges of the three parts: (semantic, word, typo-tolerant weights, rrf k) or interleave lead.
+MERGE_DEPTH = 50  # each part's list for the merges compared (the service asks topK)
+RRF_VARIANTS: dict[str, tuple[float, float, float, int]] = {
+    "rrf sem 1 / word 1 / typo 0.3, k 60": (1.0, 1.0, 0.3, 60),
+    "rrf sem 1 / word 1 / typo 0, k 60": (1.0, 1.0, 0.0, 60),
+    "rrf sem 1 / word 1.5 / typo 0.3, k 60": (1.0, 1.5, 0.3, 60),
+    "rrf sem 1 / word 1 / typo 0.3, k 20": (1.0, 1.0, 0.3, 20),
+    "rrf sem 1 / word 2 / typo 0.3, k 10": (1.0, 2.0, 0.3, 10),
+}
+INTERLEAVE_LEADS = (1, 2, 3, 4, 5)
+KEYWORD_SHARES = (0.2, 0.35, 0.5, 0.65)  # the keyword block keeps word matches >= share x best
 _SESSION_KEY = re.compile(r"^session_(\d+)$")
 _DIA_ID = re.compile(r"D:?(\d+):0*(\d+)")
 
@@ -86,6 +116,12 @@ class Scores:
             self.recall[(category, k)].append(len(found) / len(evidence))
             self.complete[(category, k)].append(found == evidence)
 
+    def merge(self, other: Scores) -> None:
+        for key, values in other.recall.items():
+            self.recall[key].extend(values)
+        for key, flags in other.complete.items():
+            self.complete[key].extend(flags)
+
     def mean_recall(self, categories: Sequence[int], k: int) -> float:
         return _mean([x for c in categories for x in self.recall[(c, k)]])
 
@@ -101,6 +137,7 @@ class Timings:
     query_embedding_ms: list[float] = field(default_factory=list)
     query_search_ms: list[float] = field(default_factory=list)
     query_total_ms: list[float] = field(default_factory=list)
+    mode_total_ms: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
     bm25_index_s: float = 0.0
     bm25_query_ms: list[float] = field(default_factory=list)
 
@@ -130,17 +167,24 @@ def main() -> None:
         raise SystemExit(f"no LoCoMo data at {args.data}; pass --data PATH to locomo10.json")
     conversations = load(args.data)[: args.conversations]
     embedder = TimedEmbedder(_make_embedder(args.embedder, args.threads))
-    memory, bm25, timings = Scores(), Scores(), Timings()
+    halves: dict[str, dict[str, Scores]] = {
+        "tuned": defaultdict(Scores),
+        "held-out": defaultdict(Scores),
+    }
+    timings = Timings()
     with tempfile.TemporaryDirectory(prefix="jennah-locomo-") as tmp:
         store = open_sqlite_store(Path(tmp))
-        for conv in conversations:
+        for n, conv in enumerate(conversations):
+            scores = halves["tuned" if n < TUNED_CONVERSATIONS else "held-out"]
             questions = conv.questions[: args.questions]
-            _run_memory(conv, questions, store, embedder, memory, timings)
-            _run_bm25(conv, questions, bm25, timings)
+            _run_memory(conv, questions, store, embedder, scores, timings)
+            _run_bm25(conv, questions, scores, timings)
         close = getattr(store, "close", None)
         if callable(close):
             close()
-    _report(args, conversations, memory, bm25, timings, embedder.model_name)
+    _report(args, conversations, halves, timings, embedder.model_name)
+    if args.http:
+        _http_run(conversations, args)
 
 
 def _parse_args() -> argparse.Namespace:
@@ -150,6 +194,12 @@ def _parse_args() -> argparse.Namespace:
     parser.add_argument("--questions", type=int, default=10_000, help="at most N per conversation")
     parser.add_argument("--embedder", choices=["minilm", "hashing"], default="minilm")
     parser.add_argument("--threads", type=int, default=2, help="onnxruntime intra-op threads")
+    parser.add_argument(
+        "--http",
+        action="store_true",
+        help="also commit every turn and ask every question over HTTP (a jnh serve): "
+        "recall@10 and latency per mode, embedding included",
+    )
     return parser.parse_args()
 
 
@@ -214,7 +264,7 @@ def _run_memory(
     questions: list[Question],
     store: Any,
     embedder: TimedEmbedder,
-    scores: Scores,
+    scores: dict[str, Scores],
     timings: Timings,
 ) -> None:
     scope = ScopeRef(enterprise_id="locomo", scope_id=conv.sample_id)
@@ -225,14 +275,51 @@ def _run_memory(
     timings.embed_s += embedder.seconds - embedding_before
     timings.turns += len(conv.turns)
     for question in questions:
-        started = time.perf_counter()
-        semantic = SemanticQuery(query_text=question.text, top_k=TOP_K)
-        result = query(QueryCommand(scope=scope, semantic=semantic), store, embedder, _now)
-        timings.query_total_ms.append((time.perf_counter() - started) * 1000)
-        timings.query_embedding_ms.append(result.embedding_ms)
-        timings.query_search_ms.append(result.search_ms)
-        ranked = [hit.record.metadata.get("dia_id", "") for hit in result.semantic or []]
-        scores.add(question.category, question.evidence, ranked)
+        for name, mode in MODES.items():
+            started = time.perf_counter()
+            semantic = SemanticQuery(query_text=question.text, top_k=TOP_K, mode=mode)
+            result = query(QueryCommand(scope=scope, semantic=semantic), store, embedder, _now)
+            timings.mode_total_ms[name].append((time.perf_counter() - started) * 1000)
+            if mode is RetrievalMode.HYBRID:
+                timings.query_total_ms.append((time.perf_counter() - started) * 1000)
+                timings.query_embedding_ms.append(result.embedding_ms)
+                timings.query_search_ms.append(result.search_ms)
+            hits = result.semantic or []
+            scores[name].add(question.category, question.evidence, [_dia(h) for h in hits])
+        for name, ranked in _merges(store, scope, embedder, question.text).items():
+            scores[name].add(question.category, question.evidence, ranked)
+
+
+def _dia(hit: Any) -> str:
+    return str(hit.record.metadata.get("dia_id", ""))
+
+
+def _merges(store: Any, scope: ScopeRef, embedder: Embedder, text: str) -> dict[str, list[str]]:
+    """Each merge variant's top 10 (dia_ids), from the three parts of one hybrid search."""
+    depth, as_of = MERGE_DEPTH, _now()
+    words = retrieval.query_words(text)
+    semantic = store.search_chunks(scope, embedder.embed(text), depth, [], as_of)
+    exact = store.search_words(scope, words, depth, [], as_of) if words else []
+    texts = [hit.record.text for hit in exact[:TOP_K]]  # as the service decides
+    typo_words = retrieval.fuzzy_words(retrieval.unmatched_words(words, texts))
+    typo = store.search_words(scope, typo_words, depth, [], as_of, fuzzy=True) if typo_words else []
+    dia = {hit.record.id: _dia(hit) for hit in [*semantic, *exact, *typo]}
+    ids = [[hit.record.id for hit in part] for part in (semantic, exact, typo)]
+    out: dict[str, list[str]] = {}
+    for name, (ws, ww, wt, k) in RRF_VARIANTS.items():
+        fused = retrieval.reciprocal_rank_fusion(list(zip(ids, (ws, ww, wt), strict=True)), k)
+        out[name] = [dia[i] for i, _ in fused[:TOP_K]]
+    for lead in INTERLEAVE_LEADS:
+        merged = retrieval.interleave(ids[0], retrieval.lexical_order(ids[1], ids[2]), lead)
+        out[f"interleave, {lead} by meaning lead"] = [dia[i] for i in merged[:TOP_K]]
+    top = [(hit.record.id, hit.score) for hit in exact[:TOP_K]]  # what the service gets
+    for share in KEYWORD_SHARES:  # with the best typo-tolerant match per typo word
+        strong = retrieval.strong_matches(top, share)
+        keyword = retrieval.lexical_order(strong, ids[2][: len(typo_words)])
+        merged = retrieval.interleave(ids[0], keyword, retrieval.MERGE_LEAD)
+        name = f"interleave, 3 lead, words >= {share} x best"
+        out[name] = [dia[i] for i in merged[:TOP_K]]
+    return out
 
 
 def _now() -> datetime:
@@ -261,34 +348,96 @@ def _commands(scope: ScopeRef, turns: list[Turn]) -> list[CommitCommand]:
 
 
 def _run_bm25(
-    conv: Conversation, questions: list[Question], scores: Scores, timings: Timings
+    conv: Conversation, questions: list[Question], scores: dict[str, Scores], timings: Timings
 ) -> None:
     import bm25s
+    import Stemmer
 
-    started = time.perf_counter()
     corpus = [t.chunk_text for t in conv.turns]
-    retriever = bm25s.BM25()
-    tokens = bm25s.tokenize(corpus, stopwords="en", show_progress=False)
-    retriever.index(tokens, show_progress=False)
-    timings.bm25_index_s += time.perf_counter() - started
-    k = min(TOP_K, len(corpus))
-    for question in questions:
+    for name, stemmer in zip(BM25_SYSTEMS, (None, Stemmer.Stemmer("english")), strict=True):
         started = time.perf_counter()
-        ranked = _bm25_top(retriever, question.text, k)
-        timings.bm25_query_ms.append((time.perf_counter() - started) * 1000)
-        scores.add(question.category, question.evidence, [conv.turns[i].dia_id for i in ranked])
+        retriever = bm25s.BM25()
+        tokens = bm25s.tokenize(corpus, stopwords="en", stemmer=stemmer, show_progress=False)
+        retriever.index(tokens, show_progress=False)
+        timings.bm25_index_s += time.perf_counter() - started
+        k = min(TOP_K, len(corpus))
+        for question in questions:
+            started = time.perf_counter()
+            ranked = _bm25_top(retriever, stemmer, question.text, k)
+            timings.bm25_query_ms.append((time.perf_counter() - started) * 1000)
+            dia_ids = [conv.turns[i].dia_id for i in ranked]
+            scores[name].add(question.category, question.evidence, dia_ids)
 
 
-def _bm25_top(retriever: Any, text: str, k: int) -> list[int]:
+def _bm25_top(retriever: Any, stemmer: Any, text: str, k: int) -> list[int]:
     """Indices of the top k turns that share at least one term with the question."""
     import bm25s
 
-    tokens = bm25s.tokenize([text], stopwords="en", return_ids=False, show_progress=False)[0]
+    tokens = bm25s.tokenize(
+        [text], stopwords="en", stemmer=stemmer, return_ids=False, show_progress=False
+    )[0]
     known = [t for t in tokens if t in retriever.vocab_dict]
     if not known:
         return []
     docs, found = retriever.retrieve([known], k=k, show_progress=False)
     return [int(d) for d, s in zip(docs[0], found[0], strict=True) if s > 0]
+
+
+# --- over HTTP ----------------------------------------------------------------
+
+
+def _http_run(conversations: list[Conversation], args: argparse.Namespace) -> None:
+    """Every turn through memory:commit and every question through memory:query of a
+    `jnh serve` (waitress, the chosen embedder): R@10 and client-side latency per mode."""
+    import httpx
+
+    from _serve import jnh_serve
+
+    modes = {"MODE_HYBRID": "hybrid", "MODE_SEMANTIC": "semantic", "MODE_LEXICAL": "lexical"}
+    scores: dict[str, Scores] = defaultdict(Scores)
+    latency: dict[str, list[float]] = defaultdict(list)
+    commit_s, turns = 0.0, 0
+    with jnh_serve("waitress", args.embedder) as served:
+        headers = {"Authorization": f"Bearer {served.token}"}
+        with httpx.Client(base_url=served.base, headers=headers, timeout=120) as http:
+            for conv in conversations:
+                path = f"/v1/scopes/locomo-{conv.sample_id}/memory:"
+                started = time.perf_counter()
+                for command in _commands(ScopeRef(enterprise_id="-", scope_id="-"), conv.turns):
+                    body = command.model_dump(mode="json", include={"chunks"})
+                    chunks = [_wire_chunk(c) for c in body["chunks"]]
+                    http.post(path + "commit", json={"chunks": chunks}).raise_for_status()
+                commit_s += time.perf_counter() - started
+                turns += len(conv.turns)
+                for question in conv.questions[: args.questions]:
+                    for mode, name in modes.items():
+                        semantic = {"queryText": question.text, "topK": TOP_K, "mode": mode}
+                        started = time.perf_counter()
+                        reply = http.post(path + "query", json={"semantic": semantic})
+                        latency[name].append((time.perf_counter() - started) * 1000)
+                        reply.raise_for_status()
+                        results = reply.json()["semantic"]["results"]
+                        ranked = [r["metadata"].get("dia_id", "") for r in results]
+                        scores[name].add(question.category, question.evidence, ranked)
+    cats = list(CATEGORIES)
+    rows: list[list[object]] = []
+    for name in modes.values():
+        s = scores[name]
+        recall = [s.mean_recall([c], 10) for c in cats]
+        times = [_p(latency[name], pct) for pct in (50, 95, 99)]
+        rows.append([name, *recall, s.mean_recall(cats, 10), *times])
+    headers_ = ["over HTTP", *[CATEGORIES[c] for c in cats], "R@10"]
+    headers_ += ["p50 ms", "p95 ms", "p99 ms"]
+    print(f"\nover HTTP (jnh serve, waitress, {args.embedder}): {turns:,} turns committed in")
+    print(f"{commit_s:.1f} s ({turns / commit_s:,.0f} turns/s); latency measured by the client")
+    print(table(headers_, rows))
+
+
+def _wire_chunk(chunk: dict[str, Any]) -> dict[str, Any]:
+    out = {"text": chunk["text"], "metadata": chunk["metadata"]}
+    if chunk.get("valid_at"):
+        out["validAt"] = chunk["valid_at"].replace("+00:00", "Z")
+    return out
 
 
 # --- the report -------------------------------------------------------------
@@ -297,8 +446,7 @@ def _bm25_top(retriever: Any, text: str, k: int) -> list[int]:
 def _report(
     args: argparse.Namespace,
     conversations: list[Conversation],
-    memory: Scores,
-    bm25: Scores,
+    halves: dict[str, dict[str, Scores]],
     timings: Timings,
     model_name: str,
 ) -> None:
@@ -307,43 +455,43 @@ def _report(
     print(f"LoCoMo evidence recall ({machine_line()})")
     print(
         f"{len(conversations)} conversations, {timings.turns:,} turns committed, "
-        f"{asked:,} questions of categories 1-4 asked ({skipped} skipped: no usable evidence)\n"
+        f"{asked:,} questions of categories 1-4 asked ({skipped} skipped: no usable evidence)"
     )
-    rows: list[list[object]] = []
-    groups: list[tuple[str, list[int]]] = [(f"{c} {name}", [c]) for c, name in CATEGORIES.items()]
-    groups.append(("overall 1-4", list(CATEGORIES)))
-    for label, cats in groups:
-        count = len(memory.recall[(cats[0], 5)]) if len(cats) == 1 else asked
-        row: list[object] = [label, count]
-        if count == 0:
-            rows.append(row + ["-"] * 8)
+    print(f"memory:query on SQLite with {model_name}, topK {TOP_K}; R@10 per category\n")
+    combined: dict[str, Scores] = defaultdict(Scores)
+    for half in halves.values():
+        for name, scores in half.items():
+            combined[name].merge(scores)
+    first = [c.sample_id for c in conversations[:TUNED_CONVERSATIONS]]
+    rest = [c.sample_id for c in conversations[TUNED_CONVERSATIONS:]]
+    for title, scores in (
+        (f"tuned half: conversations 1-{len(first)} ({', '.join(first)})", halves["tuned"]),
+        (f"held-out half: conversations 6-10 ({', '.join(rest)})", halves["held-out"]),
+        ("all conversations", combined),
+    ):
+        if not any(s.recall for s in scores.values()):
             continue
-        for scores in (memory, bm25):
-            row.extend(
-                [
-                    scores.mean_recall(cats, 5),
-                    scores.mean_recall(cats, 10),
-                    scores.all_found(cats, 5),
-                    scores.all_found(cats, 10),
-                ]
-            )
-        rows.append(row)
-    headers = [
-        "category",
-        "questions",
-        "memory R@5",
-        "memory R@10",
-        "memory all@5",
-        "memory all@10",
-        "BM25 R@5",
-        "BM25 R@10",
-        "BM25 all@5",
-        "BM25 all@10",
-    ]
-    print(f"memory = memory:commit + memory:query on SQLite with {model_name}; BM25 = bm25s")
-    print(table(headers, rows))
-    print()
+        print(title)
+        print(_recall_table(scores))
+        print()
     _report_timings(timings)
+
+
+def _recall_table(scores: dict[str, Scores]) -> str:
+    names = [*MODES, *BM25_SYSTEMS]
+    names += [n for n in scores if n not in names]
+    headers = ["system", "questions"]
+    headers += [f"{c} {name}" for c, name in CATEGORIES.items()]
+    headers += ["overall R@10", "overall R@5", "all@10"]
+    cats = list(CATEGORIES)
+    rows: list[list[object]] = []
+    for name in names:
+        s = scores[name]
+        row: list[object] = [name, len([x for c in cats for x in s.recall[(c, 10)]])]
+        row += [s.mean_recall([c], 10) if s.recall[(c, 10)] else "-" for c in cats]
+        row += [s.mean_recall(cats, 10), s.mean_recall(cats, 5), s.all_found(cats, 10)]
+        rows.append(row)
+    return table(headers, rows)
 
 
 def _report_timings(timings: Timings) -> None:
@@ -352,9 +500,13 @@ def _report_timings(timings: Timings) -> None:
         ["commit all turns (s)", timings.commit_s, f"{commit_rate:,.0f} turns/s"],
         ["  of which embedding (s)", timings.embed_s, "turn texts"],
         [
-            "query total p50 / p99 (ms)",
+            "hybrid query total p50 / p95 (ms)",
             _p(timings.query_total_ms, 50),
-            f"p99 {_p(timings.query_total_ms, 99):.2f}",
+            f"p95 {_p(timings.query_total_ms, 95):.2f}, p99 {_p(timings.query_total_ms, 99):.2f}",
+        ],
+        *[
+            [f"  {name} p50 (ms)", _p(ms, 50), f"p95 {_p(ms, 95):.2f}"]
+            for name, ms in timings.mode_total_ms.items()
         ],
         [
             "  query embedding p50 (ms)",

@@ -16,6 +16,7 @@ module "spanner_ddl" {
   ddl_files = [
     "${path.module}/../shared/jennah/adapters/spanner/schema.sql",
     "${path.module}/../shared/jennah/adapters/spanner/vector_index.sql",
+    "${path.module}/../shared/jennah/adapters/spanner/text_ngrams.sql",
   ]
 }
 

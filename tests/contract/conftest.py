@@ -31,6 +31,7 @@ from jennah.domain.models import (
     MetadataFilter,
     ScopeRef,
 )
+from jennah.domain.retrieval import RetrievalMode
 from jennah.ports.store import MemoryStore
 from jennah.services.commands import (
     ChunkInput,
@@ -144,9 +145,13 @@ def search(
     top_k: int = 10,
     filters: Sequence[MetadataFilter] = (),
     as_of: datetime | None = None,
+    mode: RetrievalMode = RetrievalMode.SEMANTIC,
 ) -> list[tuple[str, float]]:
-    """(id, score) of a semantic query through the query service."""
-    semantic = SemanticQuery(query_text=text, top_k=top_k, filters=list(filters), as_of_valid=as_of)
+    """(id, score) of a semantic-section query through the query service (by meaning
+    alone unless `mode` says otherwise)."""
+    semantic = SemanticQuery(
+        query_text=text, top_k=top_k, filters=list(filters), as_of_valid=as_of, mode=mode
+    )
     result = query(QueryCommand(scope=scope, semantic=semantic), store, EMBEDDER, lambda: NOW)
     assert result.semantic is not None
     return [(hit.record.id, hit.score) for hit in result.semantic]

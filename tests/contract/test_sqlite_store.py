@@ -341,3 +341,30 @@ def test_concurrent_commits_and_searches(sqlite_store: SqliteStore) -> None:
     assert errors == []
     assert len(sqlite_store.list_chunks(scope, None, 1000, 0)) == 45
     assert len(search_ids(sqlite_store, scope, "n1", top_k=100)) == 45
+
+
+def test_the_word_search_matches_stemmed_words(sqlite_store: SqliteStore) -> None:
+    scope = new_scope()
+    commit_items(sqlite_store, scope, chunks=[ChunkInput(text="Ana adopted two greyhounds")])
+    hits = sqlite_store.search_words(scope, ["adopting", "greyhound"], 10, [], NOW)
+    assert [hit.record.text for hit in hits] == ["Ana adopted two greyhounds"]
+
+
+def test_a_version_2_file_gets_its_trigram_index_built(tmp_path: Path) -> None:
+    path = tmp_path / "memory.db"
+    store = SqliteStore(path)
+    scope = new_scope()
+    commit_items(store, scope, chunks=[ChunkInput(text="the tea ceremony history")])
+    store.close()
+    conn = open_connection(path)  # back to version 2: no trigram index, no triggers for it
+    conn.execute("DROP TRIGGER memory_records_after_insert")
+    conn.execute("DROP TABLE memory_records_trigrams")
+    conn.execute("PRAGMA user_version = 2")
+    conn.close()
+    store = SqliteStore(path)
+    hits = store.search_words(scope, ["ceremoni"], 10, [], NOW, fuzzy=True)
+    assert [hit.record.text for hit in hits] == ["the tea ceremony history"]
+    commit_items(store, scope, chunks=[ChunkInput(text="a ceremonial dinner")])
+    hits = store.search_words(scope, ["ceremoni"], 10, [], NOW, fuzzy=True)
+    assert len(hits) == 2  # and the triggers keep it in step again
+    store.close()

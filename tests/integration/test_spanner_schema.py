@@ -55,6 +55,8 @@ ENTERPRISE_TABLES = {
 GLOBAL_KEYS = {("usage_rollup_state", "PRIMARY_KEY"), ("usage_records", "usage_records_by_time")}
 TABLES = SCOPED_TABLES | ENTERPRISE_TABLES | {"usage_rollup_state"}
 SEARCH_INDEX = "memory_records_text_search"
+NGRAM_SEARCH_INDEX = "memory_records_ngram_search"
+SEARCH_INDEXES = {SEARCH_INDEX, NGRAM_SEARCH_INDEX}
 
 
 @pytest.fixture(scope="module")
@@ -90,7 +92,7 @@ def test_every_key_and_index_leads_with_the_tenancy(fresh_database: Any) -> None
     assert primary_keys == TABLES
     assert set(leading) >= GLOBAL_KEYS
     for (table, index), columns in leading.items():
-        if index == SEARCH_INDEX or (table, index) in GLOBAL_KEYS:
+        if index in SEARCH_INDEXES or (table, index) in GLOBAL_KEYS:
             continue  # partitioned by the tenancy instead (checked below), or global
         if table in ENTERPRISE_TABLES:
             assert columns[0] == "enterprise_id", (table, index, columns)
@@ -120,8 +122,9 @@ def test_usage_is_deleted_past_its_retention(fresh_database: Any) -> None:
     assert all("INTERVAL 401 DAY" in policy for policy in policies.values()), policies
 
 
-def test_search_index_is_partitioned_by_enterprise_and_scope() -> None:
-    (statement,) = [s for s in ddl_statements() if SEARCH_INDEX in s]
+@pytest.mark.parametrize("index", sorted(SEARCH_INDEXES))
+def test_search_indexes_are_partitioned_by_enterprise_and_scope(index: str) -> None:
+    (statement,) = [s for s in ddl_statements() if f"SEARCH INDEX {index} " in s]
     assert statement.endswith("PARTITION BY enterprise_id, scope_id")
 
 
@@ -174,12 +177,14 @@ def test_embedding_column_has_the_embedding_dimensions() -> None:
 
 def test_statements_are_split_without_comments_or_separators() -> None:
     statements = ddl_statements()
-    schema_file = Path(schema.__file__).with_name(schema.SCHEMA_FILE).read_text()
-    assert len(statements) == len(re.findall(r"^CREATE ", schema_file, flags=re.MULTILINE))
+    files = [schema.SCHEMA_FILE, *schema.APPENDED_FILES]
+    texts = [Path(schema.__file__).with_name(name).read_text() for name in files]
+    starts = sum(len(re.findall(r"^(CREATE|ALTER) ", t, flags=re.MULTILINE)) for t in texts)
+    assert len(statements) == starts
     for statement in statements:
         assert ";" not in statement
         assert "--" not in statement
-        assert statement.startswith("CREATE ")
+        assert statement.startswith(("CREATE ", "ALTER "))
     assert split_statements("-- a\nCREATE TABLE t (a INT64) PRIMARY KEY (a); -- b\n;\n") == [
         "CREATE TABLE t (a INT64) PRIMARY KEY (a)"
     ]

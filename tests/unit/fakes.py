@@ -19,6 +19,7 @@ The real adapters are proven by the contract suites, not by these fakes.
 from __future__ import annotations
 
 import copy
+import re
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -34,7 +35,7 @@ from jennah.adapters.models.scripted import ScriptedModel
 from jennah.api.app import create_app
 from jennah.api.routes import ALL_ROUTES, Route
 from jennah.bootstrap import Container, build_tasks
-from jennah.domain import billing, rules
+from jennah.domain import billing, retrieval, rules
 from jennah.domain.access import ApiKey, Enterprise, Role, RoleBinding, User
 from jennah.domain.billing import (
     Admission,
@@ -94,6 +95,8 @@ from jennah.ports.vocabulary import VocabularyStore
 from jennah.services.access import hash_secret, user_token
 from jennah.services.formation import KEY_CLAIMED
 from jennah.settings import Settings
+
+_WORD = re.compile(r"\w+")
 
 ENTERPRISE = "local"
 ROOT = "user:root"
@@ -244,6 +247,32 @@ class FakeStore:
         ]
         scored.sort(key=lambda s: (-s.score, s.record.id))
         return scored[:top_k]
+
+    def search_words(
+        self,
+        scope: ScopeRef,
+        words: Sequence[str],
+        limit: int,
+        filters: Sequence[MetadataFilter],
+        as_of: datetime,
+        *,
+        fuzzy: bool = False,
+    ) -> list[ScoredRecord]:
+        """Whole lowercase words (no stemming); with `fuzzy`, shared letter trigrams.
+        The score counts the words (or trigrams) a text holds."""
+        terms = {g for w in words for g in retrieval.trigrams(w)} if fuzzy else set(words)
+        scored = []
+        for r in self._chunks(scope):
+            if not _valid(r, as_of) or not all(
+                rules.matches_filter(r.metadata, f) for f in filters
+            ):
+                continue
+            text = r.text.lower()
+            held = terms & (set(retrieval.trigrams(text)) if fuzzy else set(_WORD.findall(text)))
+            if held:
+                scored.append(ScoredRecord(record=r, score=float(len(held))))
+        scored.sort(key=lambda s: (-s.score, s.record.id))
+        return scored[:limit]
 
     def get_chunks(self, scope: ScopeRef, ids: Sequence[str]) -> list[MemoryRecord]:
         return [r for r in self._chunks(scope) if r.id in set(ids)]

@@ -144,6 +144,18 @@ def test_query_graph_json_from_a_file_with_class_column(seeded: Jnh, tmp_path: P
     assert names.split()[:2] == ["alice", "acme"]
 
 
+def test_query_mode_picks_the_search(seeded: Jnh) -> None:
+    body = seeded.json("agents", "memory", "query", "bot", "--text", "sales", "--mode", "lexical")
+    assert [r["text"] for r in body["semantic"]["results"]] == ["Bob works at Acme in sales"]
+    sent = query_body("sales", None, (), None, None, "semantic")
+    assert sent == {"semantic": {"queryText": "sales", "mode": "MODE_SEMANTIC"}}
+    assert "mode" not in query_body("sales", None, (), None, None)["semantic"]
+    result = seeded("agents", "memory", "query", "bot", "--mode", "lexical")
+    assert result.exit_code == 2 and "--mode" in result.stderr
+    result = seeded("agents", "memory", "query", "bot", "--text", "x", "--mode", "fuzzy")
+    assert result.exit_code == 2
+
+
 def test_query_needs_text_or_graph(jnh: Jnh) -> None:
     result = jnh("scopes", "memory", "query", "bot")
     assert result.exit_code == 2

@@ -13,15 +13,18 @@ from jennah.domain.models import (
     Direction,
     GraphEdge,
     GraphNode,
+    MemoryRecord,
     MetadataFilter,
     ScopeRef,
     ScoredRecord,
 )
+from jennah.domain.retrieval import RetrievalMode
 from jennah.errors import InvalidArgument
 from jennah.services.commands import GraphQuery, QueryCommand, SemanticQuery, Traversal
 from jennah.services.query import MAX_DEPTH, MAX_TOP_K, QueryResult, query
 
 SCOPE = ScopeRef(enterprise_id="ent", scope_id="bot")
+SEMANTIC = RetrievalMode.SEMANTIC
 NOW = datetime(2026, 11, 29, tzinfo=UTC)
 KEYS = {"NodeId": "node_id", "Label": "label", "NodeType": "node_type"}
 
@@ -139,9 +142,12 @@ def test_filter_on_class() -> None:
 def test_semantic_defaults_to_now_and_honours_as_of() -> None:
     store = GraphStore()
     earlier = datetime(2020, 1, 1, tzinfo=UTC)
-    ask(QueryCommand(scope=SCOPE, semantic=SemanticQuery(query_text="x")), store)
+    ask(QueryCommand(scope=SCOPE, semantic=SemanticQuery(query_text="x", mode=SEMANTIC)), store)
     ask(
-        QueryCommand(scope=SCOPE, semantic=SemanticQuery(query_text="x", as_of_valid=earlier)),
+        QueryCommand(
+            scope=SCOPE,
+            semantic=SemanticQuery(query_text="x", as_of_valid=earlier, mode=SEMANTIC),
+        ),
         store,
     )
     assert store.searched == [(10, NOW), (10, earlier)]
@@ -184,3 +190,45 @@ def test_bounds_name_the_field(command: QueryCommand, field: str | None) -> None
     with pytest.raises(InvalidArgument) as err:
         ask(command)
     assert err.value.metadata.get("field") == field
+
+
+class PartsStore:
+    """Fixed parts: six chunks by meaning, two word matches (one strong, one weak)."""
+
+    def __init__(self) -> None:
+        self.records = {i: MemoryRecord(id=i, scope=SCOPE, text=i) for i in "abcdefwx"}
+
+    def search_chunks(
+        self,
+        scope: ScopeRef,
+        vector: Sequence[float],
+        top_k: int,
+        filters: Sequence[MetadataFilter],
+        as_of: datetime,
+    ) -> list[ScoredRecord]:
+        return [ScoredRecord(record=self.records[i], score=0.5) for i in "abcdef"][:top_k]
+
+    def search_words(
+        self,
+        scope: ScopeRef,
+        words: Sequence[str],
+        limit: int,
+        filters: Sequence[MetadataFilter],
+        as_of: datetime,
+        *,
+        fuzzy: bool = False,
+    ) -> list[ScoredRecord]:
+        if fuzzy:
+            return []
+        return [
+            ScoredRecord(record=self.records["w"], score=10.0),
+            ScoredRecord(record=self.records["x"], score=4.0),  # under half the best
+        ][:limit]
+
+
+def test_hybrid_leads_with_meaning_then_strong_word_matches_then_the_rest() -> None:
+    command = QueryCommand(scope=SCOPE, semantic=SemanticQuery(query_text="w x", top_k=8))
+    result = query(command, PartsStore(), HashingEmbedder(), lambda: NOW)  # type: ignore[arg-type]
+    assert result.semantic is not None
+    assert [hit.record.id for hit in result.semantic] == ["a", "b", "c", "w", "d", "e", "f"]
+    assert [hit.score for hit in result.semantic][:2] == [1.0, 0.5]

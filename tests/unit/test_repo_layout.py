@@ -16,7 +16,10 @@ import yaml
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
-from jennah.adapters.spanner.schema import ddl_statements, production_only_statements
+from jennah.adapters.spanner.schema import (
+    APPENDED_FILES,
+    deployment_statements,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 MAX_ENTRYPOINT_LINES = 80
@@ -27,6 +30,7 @@ DEV_PACKAGES = [
     "mypy",
     "hypothesis",
     "bm25s",
+    "PyStemmer",
     "types-PyYAML",
     "import-linter",
     "schemathesis",
@@ -146,7 +150,11 @@ def terraform_ddl_files() -> list[Path]:
 
 def test_terraform_reads_the_same_ddl_files_as_the_tests() -> None:
     spanner = ROOT / "shared" / "jennah" / "adapters" / "spanner"
-    assert terraform_ddl_files() == [spanner / "schema.sql", spanner / "vector_index.sql"]
+    assert terraform_ddl_files() == [
+        spanner / "schema.sql",
+        spanner / "vector_index.sql",
+        *(spanner / name for name in APPENDED_FILES),
+    ]
 
 
 @pytest.mark.skipif(shutil.which("terraform") is None, reason="terraform is not installed")
@@ -172,4 +180,4 @@ def test_terraform_ddl_statements_equal_the_emulator_ddl(tmp_path: Path) -> None
         capture_output=True,
         timeout=60,
     )
-    assert json.loads(shown.stdout) == ddl_statements() + production_only_statements()
+    assert json.loads(shown.stdout) == deployment_statements()

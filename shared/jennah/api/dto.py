@@ -119,6 +119,7 @@ Int64 = Annotated[
 ]
 Operator = Literal["OPERATOR_EQUALS", "OPERATOR_NOT_EQUALS", "OPERATOR_IN"]
 DirectionName = Literal["DIRECTION_OUTBOUND", "DIRECTION_INBOUND", "DIRECTION_ANY"]
+ModeName = Literal["MODE_HYBRID", "MODE_SEMANTIC", "MODE_LEXICAL"]
 
 
 # Bounds the services enforce, stated in the document only (`json_schema_extra`): the
@@ -392,6 +393,17 @@ class SemanticQuery(WireRequest):
     )
     as_of_valid: Timestamp | None = Field(
         default=None, description="Answer as of this valid time instead of now"
+    )
+    mode: ModeName = Field(
+        default="MODE_HYBRID",
+        description=(
+            "MODE_HYBRID (the default): by meaning and by words together, the word search "
+            "tolerating small spelling differences, merged by reciprocal-rank fusion; each "
+            "result's score is its fused score. MODE_SEMANTIC: by meaning alone; the score "
+            "is the cosine similarity. MODE_LEXICAL: by words alone (stemmed words, then "
+            "words with a typo), no embedding; the score is the store's word relevance. "
+            "Filters and asOfValid apply to every part"
+        ),
     )
 
 

@@ -25,6 +25,7 @@ from jennah.domain.models import (
     MetadataFilter,
     ScopeRecord,
 )
+from jennah.domain.retrieval import RetrievalMode
 from jennah.errors import InvalidArgument
 from jennah.services import admin, commands
 from jennah.services import commit as commit_service
@@ -120,6 +121,7 @@ def _semantic(section: dto.SemanticQuery | None) -> commands.SemanticQuery | Non
         top_k=section.top_k,
         filters=_filters(section.filters, "semantic.filters"),
         as_of_valid=section.as_of_valid,
+        mode=RetrievalMode(section.mode),
     )
 
 

@@ -184,7 +184,8 @@ QUERY_ROUTES = _memory_routes(
     "POST",
     "query",
     handlers.query,
-    "Query memory by meaning and metadata, through the graph, now or as of a valid time",
+    "Query memory by meaning and words (hybrid, or either alone) and metadata, through "
+    "the graph, now or as of a valid time",
     Permission.MEMORY_QUERY,
     request_model=dto.QueryRequest,
     response_model=dto.QueryResponse,

@@ -100,6 +100,8 @@ def _commit_command(collection: str, metavar: str, noun: str) -> click.Command:
 
 # query
 
+SEARCH_MODES = ("hybrid", "semantic", "lexical")  # semantic.mode, MODE_ in upper case
+
 
 def _query_command(collection: str, metavar: str, noun: str) -> click.Command:
     sample = _sample(collection)
@@ -115,13 +117,16 @@ def _query_command(collection: str, metavar: str, noun: str) -> click.Command:
         JSON document such as {{"start": {{"filters": [{{"key": "NodeType", "value":
         "Person"}}]}}, "traversal": {{"relations": ["WORKS_AT"], "depth": 1}}}}.
         Give either or both. --as-of-valid applies to both sections (unless the
-        graph document sets its own asOfValid).
+        graph document sets its own asOfValid). --mode picks how --text searches:
+        hybrid (the server's default: by meaning and by words, tolerating a typo),
+        semantic (by meaning alone) or lexical (by words alone).
 
         \b
         Examples:
           jnh {collection} memory query {sample} --text "where does Alice work"
           jnh {collection} memory query {sample} --text "employer" --filter source=hr \\
             --as-of-valid 2024-01-01
+          jnh {collection} memory query {sample} --text "Lisbon" --mode lexical
           jnh {collection} memory query {sample} --graph-json people.json -o json
         """,
     )
@@ -132,6 +137,10 @@ def _query_command(collection: str, metavar: str, noun: str) -> click.Command:
         help="Number of semantic results [server default: 10].",
     )  # fmt: skip
     @click.option("--filter", "filters", multiple=True, metavar="FILTER", help=FILTER_HELP + ".")
+    @click.option(
+        "--mode", type=click.Choice(SEARCH_MODES), default=None,
+        help="How --text searches (semantic.mode) [server default: hybrid].",
+    )  # fmt: skip
     @click.option(
         "--as-of-valid", metavar="TIME",
         help="What was valid at TIME (RFC 3339, or a local date or date-time) instead of now.",
@@ -146,11 +155,12 @@ def _query_command(collection: str, metavar: str, noun: str) -> click.Command:
         text: str | None,
         top_k: int | None,
         filters: tuple[str, ...],
+        mode: str | None,
         as_of_valid: str | None,
         graph_json: str | None,
         opts: ClientOptions,
     ) -> None:
-        body = query_body(text, top_k, filters, as_of_valid, graph_json)
+        body = query_body(text, top_k, filters, as_of_valid, graph_json, mode)
         answer = opts.client().post(resource_path(collection, resource_id, "query"), body)
         _emit_query(answer, opts.output)
 
@@ -163,6 +173,7 @@ def query_body(
     filters: tuple[str, ...],
     as_of_valid: str | None,
     graph_json: str | None,
+    mode: str | None = None,
 ) -> dict[str, Any]:
     """The memory:query request the flags describe."""
     instant = parse_instant(as_of_valid, "--as-of-valid") if as_of_valid else None
@@ -175,9 +186,13 @@ def query_body(
             semantic["filters"] = [parse_filter(f) for f in filters]
         if instant:
             semantic["asOfValid"] = instant
+        if mode is not None:
+            semantic["mode"] = f"MODE_{mode.upper()}"
         body["semantic"] = semantic
-    elif filters or top_k is not None:
-        raise click.UsageError("--filter and --top-k refine a semantic query: give --text too")
+    elif filters or top_k is not None or mode is not None:
+        raise click.UsageError(
+            "--filter, --top-k and --mode refine a semantic query: give --text too"
+        )
     if graph_json is not None:
         graph = _graph_section(graph_json)
         if instant and "asOfValid" not in graph:

@@ -51,6 +51,28 @@ class MemoryStore(Protocol):
         match every filter; best first, ties broken by id ascending."""
         ...
 
+    def search_words(
+        self,
+        scope: ScopeRef,
+        words: Sequence[str],
+        limit: int,
+        filters: Sequence[MetadataFilter],
+        as_of: datetime,
+        *,
+        fuzzy: bool = False,
+    ) -> list[ScoredRecord]:
+        """At most `limit` chunks valid at `as_of` that match every filter and whose text
+        holds at least one of `words` (lowercase letters and digits, from
+        `retrieval.query_words`), best first by the store's word relevance (more of the
+        words, rarer words, shorter texts), ties broken by id; the score is that relevance.
+
+        SQLite matches Porter-stemmed words (FTS5), Spanner its full-text tokens
+        (SEARCH on TOKENIZE_FULLTEXT). With `fuzzy`, a text matches when it shares
+        letter trigrams with the words (SQLite's trigram FTS5 index, Spanner's
+        SEARCH_NGRAMS), so a word with one typo still finds its memory.
+        """
+        ...
+
     def get_chunks(self, scope: ScopeRef, ids: Sequence[str]) -> list[MemoryRecord]:
         """The named chunks that exist (any validity), in id order."""
         ...

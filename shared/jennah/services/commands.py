@@ -7,6 +7,7 @@ from datetime import datetime
 from pydantic import BaseModel, Field
 
 from jennah.domain.models import Direction, MetadataFilter, ScopeRef
+from jennah.domain.retrieval import RetrievalMode
 
 
 class ChunkInput(BaseModel):
@@ -52,6 +53,7 @@ class SemanticQuery(BaseModel):
     top_k: int = 10
     filters: list[MetadataFilter] = Field(default_factory=list)
     as_of_valid: datetime | None = None
+    mode: RetrievalMode = RetrievalMode.HYBRID
 
 
 class Traversal(BaseModel):

@@ -1,4 +1,14 @@
-"""memory:query: semantic search and graph traversal, now or as of a valid time."""
+"""memory:query: semantic search and graph traversal, now or as of a valid time.
+
+The semantic section searches in one of three modes (`RetrievalMode`): by meaning
+(the store's vector search), by words (the store's word search, then its
+typo-tolerant one for the words it did not find), or both (the default), merged
+as the seed design says: the top few by meaning lead, the keyword matches follow
+(word matches at least half as relevant as the best one), the rest of the semantic
+list fills in (`retrieval.interleave`). Every
+part gets the same filters and valid time, so every mode answers from the same
+eligible memories.
+"""
 
 from __future__ import annotations
 
@@ -15,6 +25,16 @@ from jennah.domain.models import (
     MetadataFilter,
     ScopeRef,
     ScoredRecord,
+)
+from jennah.domain.retrieval import (
+    RetrievalMode,
+    fuzzy_words,
+    interleave,
+    lexical_order,
+    merged_score,
+    query_words,
+    strong_matches,
+    unmatched_words,
 )
 from jennah.domain.rules import (
     MAX_DEPTH,
@@ -90,14 +110,76 @@ def _semantic(
             field="semantic.topK",
         )
     _check_filters(semantic.filters, "semantic.filters", keys=None)
+    search = _Search(scope, store, semantic, semantic.as_of_valid or instant)
     started = time.perf_counter()
-    vector = embedder.embed(semantic.query_text)
+    vector = None
+    if semantic.mode is not RetrievalMode.LEXICAL:
+        vector = embedder.embed(semantic.query_text)
     embedded = time.perf_counter()
-    result.semantic = store.search_chunks(
-        scope, vector, semantic.top_k, semantic.filters, semantic.as_of_valid or instant
-    )
+    if vector is None:
+        result.semantic = search.lexical()
+    elif semantic.mode is RetrievalMode.SEMANTIC:
+        result.semantic = search.by_meaning(vector, semantic.top_k)
+    else:
+        result.semantic = search.hybrid(vector)
     result.embedding_ms = (embedded - started) * 1000
     result.search_ms = (time.perf_counter() - embedded) * 1000
+
+
+class _Search:
+    """The parts of one semantic section, each under the section's filters and valid time."""
+
+    def __init__(
+        self, scope: ScopeRef, store: MemoryStore, semantic: SemanticQuery, as_of: datetime
+    ) -> None:
+        self.scope, self.store, self.as_of = scope, store, as_of
+        self.top_k, self.filters = semantic.top_k, semantic.filters
+        self.words = query_words(semantic.query_text)
+
+    def by_meaning(self, vector: list[float], limit: int) -> list[ScoredRecord]:
+        return self.store.search_chunks(self.scope, vector, limit, self.filters, self.as_of)
+
+    def by_words(self, limit: int) -> list[ScoredRecord]:
+        if not self.words:
+            return []
+        return self.store.search_words(self.scope, self.words, limit, self.filters, self.as_of)
+
+    def typo_words(self, exact: list[ScoredRecord]) -> list[str]:
+        """The words worth a typo-tolerant search: those the word matches do not hold
+        (so a query of known words pays nothing for it)."""
+        return fuzzy_words(unmatched_words(self.words, (h.record.text for h in exact)))
+
+    def by_typo(self, words: list[str], limit: int) -> list[ScoredRecord]:
+        if not words:
+            return []
+        return self.store.search_words(
+            self.scope, words, limit, self.filters, self.as_of, fuzzy=True
+        )
+
+    def lexical(self) -> list[ScoredRecord]:
+        """The word matches, then the typo-tolerant matches; each with its store score."""
+        exact = self.by_words(self.top_k)
+        fuzzy = self.by_typo(self.typo_words(exact), self.top_k) if len(exact) < self.top_k else []
+        found = {hit.record.id: hit for hit in [*fuzzy, *exact]}
+        order = lexical_order([h.record.id for h in exact], [h.record.id for h in fuzzy])
+        return [found[record_id] for record_id in order[: self.top_k]]
+
+    def hybrid(self, vector: list[float]) -> list[ScoredRecord]:
+        """The top few by meaning, the strong word matches and the best typo-tolerant
+        match per typo-searched word, the rest by meaning; each part needs no more than
+        topK. The score is the merged rank's (1 / rank)."""
+        semantic = self.by_meaning(vector, self.top_k)
+        exact = self.by_words(self.top_k)
+        typo_words = self.typo_words(exact)
+        typo = self.by_typo(typo_words, len(typo_words))
+        found = {hit.record.id: hit.record for hit in [*semantic, *exact, *typo]}
+        strong = strong_matches([(h.record.id, h.score) for h in exact])
+        keyword = lexical_order(strong, [h.record.id for h in typo])
+        merged = interleave([h.record.id for h in semantic], keyword)[: self.top_k]
+        return [
+            ScoredRecord(record=found[record_id], score=merged_score(rank))
+            for rank, record_id in enumerate(merged, start=1)
+        ]
 
 
 def _check_filters(filters: list[MetadataFilter], field: str, keys: tuple[str, ...] | None) -> None:

@@ -2,7 +2,10 @@
 
 `schema.sql` is the one schema source (tests apply it to the emulator;
 Terraform applies it to Cloud Spanner). `vector_index.sql` holds DDL only
-production can run; it is applied after `schema.sql`.
+production can run; it is applied after `schema.sql`. DDL added after the
+first deploy goes in files applied after both (`APPENDED_FILES`, in order):
+the emulator gets `schema.sql` and then those; production gets all three kinds
+in `deployment_statements()` order, which is Terraform's.
 """
 
 from __future__ import annotations
@@ -11,11 +14,25 @@ from importlib import resources
 
 SCHEMA_FILE = "schema.sql"
 PRODUCTION_ONLY_FILE = "vector_index.sql"
+APPENDED_FILES = ("text_ngrams.sql",)
 
 
 def ddl_statements() -> list[str]:
-    """Every statement of schema.sql, in order, without the trailing ';'."""
-    return split_statements(_read(SCHEMA_FILE))
+    """Every statement the emulator runs: schema.sql, then each appended file, in order,
+    without the trailing ';'."""
+    statements = split_statements(_read(SCHEMA_FILE))
+    for name in APPENDED_FILES:
+        statements.extend(split_statements(_read(name)))
+    return statements
+
+
+def deployment_statements() -> list[str]:
+    """Every statement production runs, in Terraform's order: schema.sql, the
+    production-only DDL, then each appended file."""
+    statements = split_statements(_read(SCHEMA_FILE)) + production_only_statements()
+    for name in APPENDED_FILES:
+        statements.extend(split_statements(_read(name)))
+    return statements
 
 
 def production_only_statements() -> list[str]:

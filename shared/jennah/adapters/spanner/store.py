@@ -225,6 +225,50 @@ class SpannerStore:
             for row in rows
         ]
 
+    def search_words(
+        self,
+        scope: ScopeRef,
+        words: Sequence[str],
+        limit: int,
+        filters: Sequence[MetadataFilter],
+        as_of: datetime,
+        *,
+        fuzzy: bool = False,
+    ) -> list[ScoredRecord]:
+        """Chunks valid at `as_of` matching every filter whose full-text tokens hold one
+        of `words` (SEARCH / SCORE on the search index), or with `fuzzy` that share
+        letter trigrams with them (SEARCH_NGRAMS / SCORE_NGRAMS); best first, ties by id."""
+        terms = [word for word in dict.fromkeys(words) if word.strip()]
+        if not terms or limit < 1:
+            return []
+        query = _Query.scoped(scope)
+        if fuzzy:
+            text = query.bind("words", " ".join(terms), param_types.STRING)
+            search = f"SEARCH_NGRAMS(text_ngrams, {text})"
+            score, order = f"SCORE_NGRAMS(text_ngrams, {text})", "relevance DESC"
+        else:
+            # Bound, never spliced: the words are plain tokens joined by the OR operator.
+            text = query.bind("words", " OR ".join(terms), param_types.STRING)
+            search = f"SEARCH(text_tokens, {text})"
+            # More of the words first, then SCORE (whose weighting differs between
+            # Spanner and its emulator, which counts occurrences).
+            held = " + ".join(
+                f"IF(SEARCH(text_tokens, {query.bind(f'word_{i}', t, param_types.STRING)}), 1, 0)"
+                for i, t in enumerate(terms)
+            )
+            score, order = f"SCORE(text_tokens, {text})", f"({held}) DESC, relevance DESC"
+        query.bind("as_of", as_of, param_types.TIMESTAMP)
+        query.where(search, _VALID_AT_SQL)
+        for flt in filters:
+            query.where(_filter_sql(query, f"JSON_VALUE(metadata[{query.bind_key(flt)}])", flt))
+        sql = (
+            f"SELECT {_select(RECORD_COLUMNS)}, {score} AS relevance FROM memory_records"
+            f" WHERE {query.conditions()}"
+            f" ORDER BY {order}, id LIMIT {query.bind('limit', limit, param_types.INT64)}"
+        )
+        rows = self._execute(query, sql, "word search")
+        return [ScoredRecord(record=_record(scope, row[:-1]), score=float(row[-1])) for row in rows]
+
     def get_chunks(self, scope: ScopeRef, ids: Sequence[str]) -> list[MemoryRecord]:
         rows = self._read("memory_records", RECORD_COLUMNS, scope, [(i,) for i in ids])
         return sorted((_record(scope, row) for row in rows), key=lambda r: r.id)

@@ -18,13 +18,18 @@ so the two stores read alike. Differences that SQLite forces:
   A destroyed scope's row goes too; `generation_floor` keeps the highest
   generation any destroyed scope reached, and a scope's first row starts above
   it, so a recreated scope never repeats a generation an index may still hold.
+- Two FTS5 indexes over the record text, external-content tables kept in step
+  by triggers: `memory_records_text` (words, Porter-stemmed) for the word
+  search, `memory_records_trigrams` (letter trigrams, since version 3) for the
+  typo-tolerant one.
 - `commit_clock` keeps commit timestamps strictly increasing across processes.
 - `scopes` is the scope registry (a scope's kind, creation time and creator).
 
 `SCOPED_TABLES` names every table keyed by (enterprise_id, scope_id): destroying
 a scope deletes from each of them. The schema version is `PRAGMA user_version`;
 version 1 (no registry) is upgraded in place, its scopes registered as agent
-workspaces (the kind they were written under is not recorded).
+workspaces (the kind they were written under is not recorded); versions 1 and
+2 get the trigram index, built from the stored rows.
 """
 
 from __future__ import annotations
@@ -37,7 +42,7 @@ from jennah.errors import FailedPrecondition
 if TYPE_CHECKING:
     from sqlite3 import Connection
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 EMBEDDING_BYTES = 384 * 4
 
 _TABLES = f"""
@@ -85,6 +90,12 @@ CREATE VIRTUAL TABLE IF NOT EXISTS memory_records_text USING fts5(
   content='memory_records',
   content_rowid='row_id',
   tokenize='porter unicode61 remove_diacritics 2'
+);
+CREATE VIRTUAL TABLE IF NOT EXISTS memory_records_trigrams USING fts5(
+  text,
+  content='memory_records',
+  content_rowid='row_id',
+  tokenize='trigram'
 );
 
 CREATE TABLE IF NOT EXISTS scope_generations (
@@ -194,11 +205,12 @@ CREATE TABLE IF NOT EXISTS scopes (
 ) WITHOUT ROWID;
 """
 
-# Keep the keyword index and the per-scope generation in step with every write.
+# Keep the keyword indexes and the per-scope generation in step with every write.
 _TRIGGERS = """
 CREATE TRIGGER IF NOT EXISTS memory_records_after_insert AFTER INSERT ON memory_records
 BEGIN
   INSERT INTO memory_records_text (rowid, text) VALUES (NEW.row_id, NEW.text);
+  INSERT INTO memory_records_trigrams (rowid, text) VALUES (NEW.row_id, NEW.text);
   INSERT INTO scope_generations (enterprise_id, scope_id, generation, record_count)
     VALUES (NEW.enterprise_id, NEW.scope_id,
             1 + coalesce((SELECT generation FROM generation_floor WHERE singleton = 1), 0), 1)
@@ -212,6 +224,9 @@ BEGIN
   INSERT INTO memory_records_text (memory_records_text, rowid, text)
     VALUES ('delete', OLD.row_id, OLD.text);
   INSERT INTO memory_records_text (rowid, text) VALUES (NEW.row_id, NEW.text);
+  INSERT INTO memory_records_trigrams (memory_records_trigrams, rowid, text)
+    VALUES ('delete', OLD.row_id, OLD.text);
+  INSERT INTO memory_records_trigrams (rowid, text) VALUES (NEW.row_id, NEW.text);
 END;
 
 CREATE TRIGGER IF NOT EXISTS memory_records_after_update AFTER UPDATE ON memory_records
@@ -223,6 +238,8 @@ END;
 CREATE TRIGGER IF NOT EXISTS memory_records_after_delete AFTER DELETE ON memory_records
 BEGIN
   INSERT INTO memory_records_text (memory_records_text, rowid, text)
+    VALUES ('delete', OLD.row_id, OLD.text);
+  INSERT INTO memory_records_trigrams (memory_records_trigrams, rowid, text)
     VALUES ('delete', OLD.row_id, OLD.text);
   UPDATE scope_generations
     SET generation = generation + 1, record_count = record_count - 1
@@ -295,6 +312,10 @@ def _create(conn: Connection, version: int) -> None:
         conn.execute(statement)
     if version == 1:
         conn.execute(_REGISTER_VERSION_1_SCOPES)
+    if version < 3:  # the letter-trigram index is new in version 3: index the stored rows
+        conn.execute(
+            "INSERT INTO memory_records_trigrams (memory_records_trigrams) VALUES ('rebuild')"
+        )
     conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
 
 

@@ -13,6 +13,7 @@ writes a scope. Destroying a scope deletes from every table of
 
 from __future__ import annotations
 
+import itertools
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -44,6 +45,7 @@ from jennah.domain.models import (
     ScopeRef,
     ScoredRecord,
 )
+from jennah.domain.retrieval import trigrams
 from jennah.errors import Aborted, AlreadyExists, InvalidArgument
 
 if TYPE_CHECKING:
@@ -186,6 +188,30 @@ class SqliteStore:
             if record_id in records
         ]
 
+    def search_words(
+        self,
+        scope: ScopeRef,
+        words: Sequence[str],
+        limit: int,
+        filters: Sequence[MetadataFilter],
+        as_of: datetime,
+        *,
+        fuzzy: bool = False,
+    ) -> list[ScoredRecord]:
+        """Chunks valid at `as_of` matching every filter whose text holds one of `words`
+        (Porter-stemmed FTS5), or with `fuzzy` holds two consecutive letter trigrams of
+        one of them (the trigram FTS5 index); best first by BM25, ties by id."""
+        index = reader.TRIGRAM_INDEX if fuzzy else reader.WORD_INDEX
+        match = _trigram_match(words) if fuzzy else _word_match(words)
+        if not match or limit < 1:
+            return []
+        with self._pool.connection() as conn:
+            ranked = reader.search_text(
+                conn, scope, index, match, limit, filters, codec.required_micros(as_of)
+            )
+            records = {r.id: r for r in reader.get_chunks(conn, scope, [i for i, _ in ranked])}
+        return [ScoredRecord(record=records[i], score=score) for i, score in ranked if i in records]
+
     def _index(self, conn: Connection, scope: ScopeRef, generation: int) -> ScopeIndex:
         """The scope's index at `generation`, built from the table when missing or stale."""
         index = self._indexes.current(scope, generation)
@@ -289,3 +315,23 @@ class SqliteStore:
         """The committed formation-key record, or None."""
         with self._pool.connection() as conn:
             return reader.get_formation_key(conn, scope, formation_key)
+
+
+def _quoted(term: str) -> str:
+    """An FTS5 string: the term as a phrase, never as query syntax."""
+    return '"' + term.replace('"', '""') + '"'
+
+
+def _word_match(words: Sequence[str]) -> str:
+    """Any of the words (each stemmed by the index's tokenizer)."""
+    return " OR ".join(_quoted(word) for word in dict.fromkeys(words) if word.strip())
+
+
+def _trigram_match(words: Sequence[str]) -> str:
+    """Any two consecutive letter trigrams of any word: one typo in a word of four or
+    more letters leaves such a pair (as Spanner's SEARCH_NGRAMS wants two n-grams)."""
+    pairs: list[str] = []
+    for word in dict.fromkeys(words):
+        grams = trigrams(word)
+        pairs.extend(f"({_quoted(a)} AND {_quoted(b)})" for a, b in itertools.pairwise(grams))
+    return " OR ".join(dict.fromkeys(pairs))
