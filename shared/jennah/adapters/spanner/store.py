@@ -210,10 +210,7 @@ class SpannerStore:
     ) -> list[ScoredRecord]:
         query = _Query.scoped(scope)
         vector_param = query.bind("query_vector", _vector(vector), _FLOAT32_ARRAY)
-        query.bind("as_of", as_of, param_types.TIMESTAMP)
-        query.where("embedding IS NOT NULL", _VALID_AT_SQL)
-        for flt in filters:
-            query.where(_filter_sql(query, f"JSON_VALUE(metadata[{query.bind_key(flt)}])", flt))
+        _valid_and_filtered(query, as_of, filters, "embedding IS NOT NULL")
         sql = (
             f"SELECT {_select(RECORD_COLUMNS)}, COSINE_DISTANCE(embedding, {vector_param})"
             f" AS distance FROM memory_records WHERE {query.conditions()}"
@@ -257,10 +254,7 @@ class SpannerStore:
                 for i, t in enumerate(terms)
             )
             score, order = f"SCORE(text_tokens, {text})", f"({held}) DESC, relevance DESC"
-        query.bind("as_of", as_of, param_types.TIMESTAMP)
-        query.where(search, _VALID_AT_SQL)
-        for flt in filters:
-            query.where(_filter_sql(query, f"JSON_VALUE(metadata[{query.bind_key(flt)}])", flt))
+        _valid_and_filtered(query, as_of, filters, search)
         sql = (
             f"SELECT {_select(RECORD_COLUMNS)}, {score} AS relevance FROM memory_records"
             f" WHERE {query.conditions()}"
@@ -892,6 +886,17 @@ class _Query:
 
     def conditions(self) -> str:
         return " AND ".join(f"({c})" for c in self._conditions)
+
+
+def _valid_and_filtered(
+    query: _Query, as_of: datetime, filters: Sequence[MetadataFilter], condition: str
+) -> None:
+    """Narrow a search of memory_records to `condition`, the chunks valid at `as_of`
+    (bound as @as_of, which _VALID_AT_SQL reads) and those matching every filter."""
+    query.bind("as_of", as_of, param_types.TIMESTAMP)
+    query.where(condition, _VALID_AT_SQL)
+    for flt in filters:
+        query.where(_filter_sql(query, f"JSON_VALUE(metadata[{query.bind_key(flt)}])", flt))
 
 
 def _filter_sql(query: _Query, value_sql: str, flt: MetadataFilter) -> str:
