@@ -4,8 +4,8 @@ For each conversation of locomo10.json, in a fresh scope of one SQLite store:
 every dialogue turn is committed as a chunk through the commit service (text
 "Speaker: text", metadata dia_id / speaker / session, validAt = its session's
 date), with the MiniLM embedder. Every question of categories 1-4 is then
-asked through the query service (topK 10) in each mode (MODE_HYBRID, the
-default, MODE_SEMANTIC, MODE_LEXICAL). A question's evidence recall@k is the
+asked through the query service (topK 10) in each mode (HYBRID, the
+default, SEMANTIC, LEXICAL). A question's evidence recall@k is the
 fraction of its evidence dia_ids among the top k; "all@k" counts the questions
 whose evidence is all there. Two BM25 baselines rank the same turns for the
 same questions in the same run: bm25s with English stopwords, without and with
@@ -55,9 +55,9 @@ TOP_K = 10
 CUTOFFS = (5, 10)
 TUNED_CONVERSATIONS = 5  # the first five in file order; the rest are held out
 MODES = {
-    "memory:query MODE_HYBRID (shipped)": RetrievalMode.HYBRID,
-    "memory:query MODE_SEMANTIC": RetrievalMode.SEMANTIC,
-    "memory:query MODE_LEXICAL": RetrievalMode.LEXICAL,
+    "memory:query HYBRID (shipped)": RetrievalMode.HYBRID,
+    "memory:query SEMANTIC": RetrievalMode.SEMANTIC,
+    "memory:query LEXICAL": RetrievalMode.LEXICAL,
 }
 BM25_SYSTEMS = ("BM25 (bm25s)", "BM25 + stemming (bm25s, PyStemmer)")
 # Merges of the three parts: (semantic, word, typo-tolerant weights, rrf k) or interleave lead.
@@ -393,7 +393,7 @@ def _http_run(conversations: list[Conversation], args: argparse.Namespace) -> No
 
     from _serve import jnh_serve
 
-    modes = {"MODE_HYBRID": "hybrid", "MODE_SEMANTIC": "semantic", "MODE_LEXICAL": "lexical"}
+    modes = {"HYBRID": "hybrid", "SEMANTIC": "semantic", "LEXICAL": "lexical"}
     scores: dict[str, Scores] = defaultdict(Scores)
     latency: dict[str, list[float]] = defaultdict(list)
     commit_s, turns = 0.0, 0

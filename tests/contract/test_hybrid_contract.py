@@ -1,7 +1,7 @@
 """Contract: memory:query's word search and hybrid merge, on every store.
 
-The word search (MODE_LEXICAL) finds chunks by their words, then by words with a
-typo; MODE_HYBRID merges the semantic list, the word list and the typo-tolerant
+The word search (LEXICAL) finds chunks by their words, then by words with a
+typo; HYBRID merges the semantic list, the word list and the typo-tolerant
 list: the top few by meaning lead, the keyword matches follow, the rest by meaning
 fills in. Every part answers only from chunks valid at the
 query's instant that match every filter, in the query's scope.

@@ -191,22 +191,22 @@ def test_the_response_reports_server_timing(api: Api) -> None:
 
 
 def test_mode_picks_the_search_and_hybrid_is_the_default(api: Api) -> None:
-    lexical = query(api, {"semantic": {"queryText": "who sells?", "mode": "MODE_LEXICAL"}})
+    lexical = query(api, {"semantic": {"queryText": "who sells?", "mode": "LEXICAL"}})
     assert texts(lexical) == []  # "sells" is not "sales": no word in common
-    lexical = query(api, {"semantic": {"queryText": "what about sales?", "mode": "MODE_LEXICAL"}})
+    lexical = query(api, {"semantic": {"queryText": "what about sales?", "mode": "LEXICAL"}})
     assert texts(lexical) == ["Bob works at Acme in sales"]
-    typo = query(api, {"semantic": {"queryText": "salse", "mode": "MODE_LEXICAL"}})
+    typo = query(api, {"semantic": {"queryText": "salse", "mode": "LEXICAL"}})
     assert texts(typo) == ["Bob works at Acme in sales"]
     default = query(api, {"semantic": {"queryText": "green tea", "topK": 3}})
-    hybrid = query(api, {"semantic": {"queryText": "green tea", "topK": 3, "mode": "MODE_HYBRID"}})
+    hybrid = query(api, {"semantic": {"queryText": "green tea", "topK": 3, "mode": "HYBRID"}})
     assert default == hybrid and texts(default)[0] == "Carol likes green tea"
-    semantic = query(api, {"semantic": {"queryText": "green tea", "mode": "MODE_SEMANTIC"}})
+    semantic = query(api, {"semantic": {"queryText": "green tea", "mode": "SEMANTIC"}})
     assert len(texts(semantic)) == 3  # by meaning: every valid chunk has a similarity
 
 
 def test_an_unknown_mode_is_refused_naming_the_field(api: Api) -> None:
     response = api.post(
-        "/v1/scopes/bot/memory:query", {"semantic": {"queryText": "tea", "mode": "HYBRID"}}
+        "/v1/scopes/bot/memory:query", {"semantic": {"queryText": "tea", "mode": "MODE_HYBRID"}}
     )
     assert response.status_code == 400
     assert response.get_json()["error"]["details"][0]["metadata"]["field"] == "semantic.mode"

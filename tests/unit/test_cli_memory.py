@@ -148,7 +148,7 @@ def test_query_mode_picks_the_search(seeded: Jnh) -> None:
     body = seeded.json("agents", "memory", "query", "bot", "--text", "sales", "--mode", "lexical")
     assert [r["text"] for r in body["semantic"]["results"]] == ["Bob works at Acme in sales"]
     sent = query_body("sales", None, (), None, None, "semantic")
-    assert sent == {"semantic": {"queryText": "sales", "mode": "MODE_SEMANTIC"}}
+    assert sent == {"semantic": {"queryText": "sales", "mode": "SEMANTIC"}}
     assert "mode" not in query_body("sales", None, (), None, None)["semantic"]
     result = seeded("agents", "memory", "query", "bot", "--mode", "lexical")
     assert result.exit_code == 2 and "--mode" in result.stderr

@@ -119,7 +119,7 @@ Int64 = Annotated[
 ]
 Operator = Literal["OPERATOR_EQUALS", "OPERATOR_NOT_EQUALS", "OPERATOR_IN"]
 DirectionName = Literal["DIRECTION_OUTBOUND", "DIRECTION_INBOUND", "DIRECTION_ANY"]
-ModeName = Literal["MODE_HYBRID", "MODE_SEMANTIC", "MODE_LEXICAL"]
+ModeName = Literal["HYBRID", "SEMANTIC", "LEXICAL"]
 
 
 # Bounds the services enforce, stated in the document only (`json_schema_extra`): the
@@ -395,12 +395,12 @@ class SemanticQuery(WireRequest):
         default=None, description="Answer as of this valid time instead of now"
     )
     mode: ModeName = Field(
-        default="MODE_HYBRID",
+        default="HYBRID",
         description=(
-            "MODE_HYBRID (the default): by meaning and by words together, the word search "
+            "HYBRID (the default): by meaning and by words together, the word search "
             "tolerating small spelling differences, merged by reciprocal-rank fusion; each "
-            "result's score is its fused score. MODE_SEMANTIC: by meaning alone; the score "
-            "is the cosine similarity. MODE_LEXICAL: by words alone (stemmed words, then "
+            "result's score is its fused score. SEMANTIC: by meaning alone; the score "
+            "is the cosine similarity. LEXICAL: by words alone (stemmed words, then "
             "words with a typo), no embedding; the score is the store's word relevance. "
             "Filters and asOfValid apply to every part"
         ),

@@ -100,7 +100,7 @@ def _commit_command(collection: str, metavar: str, noun: str) -> click.Command:
 
 # query
 
-SEARCH_MODES = ("hybrid", "semantic", "lexical")  # semantic.mode, MODE_ in upper case
+SEARCH_MODES = ("hybrid", "semantic", "lexical")  # semantic.mode, in upper case
 
 
 def _query_command(collection: str, metavar: str, noun: str) -> click.Command:
@@ -187,7 +187,7 @@ def query_body(
         if instant:
             semantic["asOfValid"] = instant
         if mode is not None:
-            semantic["mode"] = f"MODE_{mode.upper()}"
+            semantic["mode"] = mode.upper()
         body["semantic"] = semantic
     elif filters or top_k is not None or mode is not None:
         raise click.UsageError(

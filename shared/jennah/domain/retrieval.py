@@ -22,9 +22,9 @@ class RetrievalMode(StrEnum):
     """How memory:query's semantic section searches: by meaning and words together
     (the default), by meaning alone, or by words alone."""
 
-    HYBRID = "MODE_HYBRID"
-    SEMANTIC = "MODE_SEMANTIC"
-    LEXICAL = "MODE_LEXICAL"
+    HYBRID = "HYBRID"
+    SEMANTIC = "SEMANTIC"
+    LEXICAL = "LEXICAL"
 
 
 # At most this many distinct words of a query reach the word search (the rest are dropped).
