@@ -49,11 +49,14 @@ _POSING = re.compile(
     r"^\s*\[?\s*(?:system|developer|admin|administrator|platform)\b[^:\n]{0,30}[:\]]", re.I
 )
 _FAKE_TURN = re.compile(r"^\s*\[turn \d+\]\s*[a-z ]{1,20}:\s*$", re.I)
+# Found first, then widened to its sentence: a pattern that scans the sentence around the
+# words itself is tried at every position of the line (quadratic on a long line).
 _IGNORE = re.compile(
-    r"[^.!?\n]*\b(?:ignore|disregard|forget)\s+(?:all\s+)?(?:the\s+|your\s+|any\s+)?"
-    r"(?:previous|prior|above|earlier|other)\s+(?:instructions|rules)\b[^.!?\n]*[.!?]?",
+    r"\b(?:ignore|disregard|forget)\s+(?:all\s+)?(?:the\s+|your\s+|any\s+)?"
+    r"(?:previous|prior|above|earlier|other)\s+(?:instructions|rules)\b",
     re.I,
 )
+_SENTENCE_END = re.compile(r"[.!?]")
 
 
 def _without_injections(content: str) -> str:
@@ -68,8 +71,21 @@ def _without_injections(content: str) -> str:
             continue
         if _POSING.match(line):
             continue
-        kept.append(_IGNORE.sub("", line))
+        kept.append(_without_ignore_sentences(line))
     return "\n".join(kept)
+
+
+def _without_ignore_sentences(line: str) -> str:
+    """The line without each sentence that tells the model to ignore its instructions."""
+    kept: list[str] = []
+    done = 0
+    while found := _IGNORE.search(line, done):
+        start = max(done, *(line.rfind(mark, done, found.start()) + 1 for mark in ".!?"))
+        end = _SENTENCE_END.search(line, found.end())
+        kept.append(line[done:start])
+        done = end.end() if end else len(line)
+    kept.append(line[done:])
+    return "".join(kept)
 
 
 def turns_of(data: dict[str, Any]) -> list[Turn]:
