@@ -4,13 +4,13 @@ restart, for ten rounds (issue 13: 0 acknowledged writes lost in 10 rounds).
 Each round (tests/support/serve_crash.py, which tests/e2e/test_serve_crash.py runs for 3
 rounds in CI): 3 threads commit 3 chunks at a time while 10 asynchronous formations are
 submitted, with the model (the Vertex AI stand-in answering from the rules model)
-answering after --delay seconds, so 4 formations are in a model call and the others
-queued when the server is killed; then a restart on the same data directory, and what
+answering only once the round has killed the server (or after --delay seconds), so 4
+formations are in a model call and the others queued when the server is killed; then a restart on the same data directory, and what
 the file holds is checked: every acknowledged commit present, none half there; every
 acknowledged formation done, committed once; no operation unfinished, no reservation
 held; a burst of 10 formations admitted.
 
-Run: .venv/bin/python bench/crash.py [--rounds 10] [--delay 0.5]
+Run: .venv/bin/python bench/crash.py [--rounds 10] [--delay SECONDS]
 """
 
 from __future__ import annotations
@@ -48,7 +48,12 @@ COLUMNS = (
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=10)
-    parser.add_argument("--delay", type=float, default=0.5, help="seconds per model call")
+    parser.add_argument(
+        "--delay",
+        type=float,
+        default=None,
+        help="seconds per model call (default: until the round kills the server)",
+    )
     args = parser.parse_args()
     rounds: list[RoundFigures] = []
     with tempfile.TemporaryDirectory() as workdir, CrashRig(Path(workdir), args.delay) as rig:

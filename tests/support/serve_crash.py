@@ -5,8 +5,9 @@ bench/crash.py (10 rounds, with figures).
 One round:
 1. start `jnh serve` (a subprocess on a free loopback port) on a data directory kept across
    rounds: SQLite, the hashing embedder, and Gemini on the Vertex AI stand-in
-   (tests/support/vertex_standin.py) answering from the rules model only after `delay`
-   seconds, so formations are still running or queued when the server dies;
+   (tests/support/vertex_standin.py) answering from the rules model only when the round
+   hurries it (or after `delay` seconds, when one is given), so formations are still
+   running or queued when the server dies, however slow the machine;
 2. COMMITTERS threads commit three chunks at a time (memory:commit) in a loop, while
    FORMATIONS asynchronous formations (memory:form, "async": true) are submitted at once;
 3. once every worker is in a model call and some commits are acknowledged, kill -9;
@@ -56,13 +57,13 @@ SETTLE_SECONDS = 120.0  # for every operation to finish after the restart
 
 
 class SlowRules:
-    """The rules model answering after `delay` seconds, or at once once `hurry()` is called
-    (which also ends the waits in progress)."""
+    """The rules model answering once `hurry()` is called (which also ends the waits in
+    progress), or after `delay` seconds when one is given."""
 
     name = "rules-slow"
     region = "local"
 
-    def __init__(self, delay: float) -> None:
+    def __init__(self, delay: float | None) -> None:
         self.delay = delay
         self._hurry = threading.Event()
         self._rules: LanguageModel = RulesModel()
@@ -167,7 +168,7 @@ class Server:
 class CrashRig:
     """The data directory, the Vertex AI stand-in and the rounds run against them."""
 
-    def __init__(self, workdir: Path, delay: float = 0.5) -> None:
+    def __init__(self, workdir: Path, delay: float | None = None) -> None:
         self.workdir = workdir
         self.data_dir = workdir / "data"
         self.model = SlowRules(delay)
