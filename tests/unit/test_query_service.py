@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 import pytest
 
 from jennah.adapters.embedding.hashing import HashingEmbedder
-from jennah.domain import rules
+from jennah.domain import retrieval, rules
 from jennah.domain.models import (
     Direction,
     GraphEdge,
@@ -232,3 +232,57 @@ def test_hybrid_leads_with_meaning_then_strong_word_matches_then_the_rest() -> N
     assert result.semantic is not None
     assert [hit.record.id for hit in result.semantic] == ["a", "b", "c", "w", "d", "e", "f"]
     assert [hit.score for hit in result.semantic][:2] == [1.0, 0.5]
+
+
+class DatedStore(PartsStore):
+    """PartsStore whose chunks d and x were valid in July 2023, the rest in May; it
+    records how deep the meaning search was asked."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        for record_id, record in self.records.items():
+            month = 7 if record_id in "dx" else 5
+            record.valid_at = datetime(2023, month, 10, tzinfo=UTC)
+        self.depths: list[int] = []
+
+    def search_chunks(
+        self,
+        scope: ScopeRef,
+        vector: Sequence[float],
+        top_k: int,
+        filters: Sequence[MetadataFilter],
+        as_of: datetime,
+    ) -> list[ScoredRecord]:
+        self.depths.append(top_k)
+        return super().search_chunks(scope, vector, top_k, filters, as_of)
+
+
+def ranked(text: str, top_k: int, mode: RetrievalMode = RetrievalMode.HYBRID) -> list[str]:
+    store = DatedStore()
+    semantic = SemanticQuery(query_text=text, top_k=top_k, mode=mode)
+    result = query(
+        QueryCommand(scope=SCOPE, semantic=semantic), store, HashingEmbedder(), lambda: NOW
+    )  # type: ignore[arg-type]
+    assert result.semantic is not None
+    return [hit.record.id for hit in result.semantic]
+
+
+def test_hybrid_query_naming_a_month_puts_memories_valid_then_first() -> None:
+    # by meaning a b c d e f, strong word match w: merged a b c w d e f; July holds d.
+    assert ranked("w x in July", 3) == ["d", "a", "b"]
+    assert ranked("w x in July 2023", 8) == ["d", "a", "b", "c", "w", "e", "f"]
+    assert ranked("w x in July 2022", 3) == ["a", "b", "c"]
+    assert ranked("w x", 3) == ["a", "b", "c"]
+
+
+def test_a_named_period_widens_the_hybrid_meaning_search_only() -> None:
+    store = DatedStore()
+    for text, mode in [("w in July", RetrievalMode.HYBRID), ("w", RetrievalMode.HYBRID)]:
+        semantic = SemanticQuery(query_text=text, top_k=3, mode=mode)
+        query(QueryCommand(scope=SCOPE, semantic=semantic), store, HashingEmbedder(), lambda: NOW)  # type: ignore[arg-type]
+    assert store.depths == [retrieval.PERIOD_POOL, 3]
+
+
+def test_semantic_and_lexical_modes_ignore_a_named_period() -> None:
+    assert ranked("w x in July", 3, RetrievalMode.SEMANTIC) == ["a", "b", "c"]
+    assert ranked("w x in July", 3, RetrievalMode.LEXICAL) == ["w", "x"]

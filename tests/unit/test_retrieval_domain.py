@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 from jennah.domain import retrieval
 from jennah.domain.retrieval import (
     MAX_QUERY_WORDS,
@@ -69,3 +71,50 @@ def test_strong_matches_keep_those_at_least_a_share_of_the_best_in_order() -> No
     assert retrieval.strong_matches(scored) == ["a", "c", "d"]  # the default share is 0.5
     assert retrieval.strong_matches([], 0.5) == []
     assert retrieval.strong_matches([("x", 0.0)], 0.5) == ["x"]
+
+
+def test_named_period_reads_a_month_with_or_without_its_year_or_a_year() -> None:
+    period = retrieval.named_period
+    assert period("When did Melanie go camping in July?") == retrieval.Period(None, 7)
+    assert period("What did she start on 3 June, 2023?") == retrieval.Period(2023, 6)
+    assert period("What happened on June 3rd, 2023?") == retrieval.Period(2023, 6)
+    assert period("Plans for September 2022") == retrieval.Period(2022, 9)
+    assert period("what changed on 2024-02-29") == retrieval.Period(2024, 2)
+    assert period("Where did he live in 2019?") == retrieval.Period(2019, None)
+
+
+def test_named_period_ignores_verbs_lowercase_months_and_other_numbers() -> None:
+    period = retrieval.named_period
+    assert period("May I see what Caroline may like?") is None
+    assert period("March on: where did they march?") is None
+    assert period("How many of the 12000 steps?") is None
+    assert period("Which book did she read?") is None
+    assert period("May I ask what happened in May?") == retrieval.Period(None, 5)
+
+
+def test_period_holds_instants_in_its_month_or_year_only() -> None:
+    july = retrieval.Period(None, 7)
+    assert july.holds(datetime(2023, 7, 31, 23, 59, tzinfo=UTC))
+    assert july.holds(datetime(2021, 7, 1, tzinfo=UTC))
+    assert not july.holds(datetime(2023, 8, 1, tzinfo=UTC))
+    assert not july.holds(None)
+    assert retrieval.Period(2022, None).holds(datetime(2022, 12, 31, tzinfo=UTC))
+    assert not retrieval.Period(2022, 7).holds(datetime(2023, 7, 1, tzinfo=UTC))
+
+
+def test_promote_within_moves_the_period_first_keeping_each_group_in_order() -> None:
+    at = {
+        "a": datetime(2023, 6, 1, tzinfo=UTC),
+        "b": datetime(2023, 7, 9, tzinfo=UTC),
+        "c": None,
+        "d": datetime(2023, 7, 2, tzinfo=UTC),
+    }
+    july = retrieval.Period(2023, 7)
+    assert retrieval.promote_within(["a", "b", "c", "d", "e"], at, july) == [
+        "b",
+        "d",
+        "a",
+        "c",
+        "e",
+    ]
+    assert retrieval.promote_within(["a", "c"], at, july) == ["a", "c"]

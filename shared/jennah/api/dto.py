@@ -398,8 +398,11 @@ class SemanticQuery(WireRequest):
         default="HYBRID",
         description=(
             "HYBRID (the default): by meaning and by words together, the word search "
-            "tolerating small spelling differences, merged by reciprocal-rank fusion; each "
-            "result's score is its fused score. SEMANTIC: by meaning alone; the score "
+            "tolerating small spelling differences, merged: the best few by meaning lead, "
+            "the strong word matches follow, the rest by meaning fill in; when the query "
+            'names a month or a year ("in July", "June 2023", "in 2022"), the '
+            "results valid then come first; each result's score is 1 / its rank. "
+            "SEMANTIC: by meaning alone; the score "
             "is the cosine similarity. LEXICAL: by words alone (stemmed words, then "
             "words with a typo), no embedding; the score is the store's word relevance. "
             "Filters and asOfValid apply to every part"

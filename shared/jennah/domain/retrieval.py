@@ -9,12 +9,21 @@ reciprocal-rank fusion by measurement on LoCoMo (the first five conversations;
 README, "Retrieval: hybrid search on LoCoMo"): R@10 0.662 against 0.577 (k 60) and
 0.606 (k 20). `reciprocal_rank_fusion` is kept for that
 comparison.
+
+A hybrid query that names a month or a year ("in July", "June 2023", "in 2022")
+also says when: `named_period` reads that period, and the merged list's memories
+valid within it move ahead of the others, each group in merged order
+(`promote_within`), out of a pool of PERIOD_POOL by meaning instead of topK.
+Measured on the first five LoCoMo conversations (bench/locomo.py): R@10 0.662 ->
+0.678 (the held-out half, only reported: 0.611 -> 0.627).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
 from enum import StrEnum
 
 
@@ -40,7 +49,22 @@ RRF_K = 60
 # (shorter ones share too few letter trigrams to tell a typo from another word).
 MIN_FUZZY_WORD_LENGTH = 4
 
+# A query naming a period draws its candidates from this many results by meaning
+# (tuned half: a pool of 20 / 30 / 50 gives R@10 0.671 / 0.677 / 0.679; each result
+# loaded costs the store about 0.1 ms, so 30 keeps most of the gain for half the cost).
+PERIOD_POOL = 30
+
 _WORD = re.compile(r"\w+", re.UNICODE)
+_MONTHS = (
+    "January", "February", "March", "April", "May", "June",
+    "July", "August", "September", "October", "November", "December",
+)  # fmt: skip
+# A capitalised month name, with the year when one follows ("June 2023", "3 June, 2023").
+_MONTH_DATE = re.compile(
+    r"\b(" + "|".join(_MONTHS) + r")\b(?:\s+\d{1,2}(?:st|nd|rd|th)?\b)?(?:,?\s+(\d{4})\b)?"
+)
+_ISO_MONTH = re.compile(r"\b(\d{4})-(\d{2})(?:-\d{2})?\b")
+_YEAR = re.compile(r"\b(19\d\d|20\d\d)\b")
 
 # Words a question is made of and a memory is not found by: articles, auxiliaries,
 # pronouns, prepositions, question words, and the verbs questions are built with.
@@ -141,6 +165,47 @@ def strong_matches(
         return []
     best = max(score for _, score in scored)
     return [record_id for record_id, score in scored if score >= share * best]
+
+
+@dataclass(frozen=True)
+class Period:
+    """A month of a year, a month of any year (year None), or a whole year (month None)."""
+
+    year: int | None
+    month: int | None
+
+    def holds(self, instant: datetime | None) -> bool:
+        return (
+            instant is not None
+            and (self.year is None or instant.year == self.year)
+            and (self.month is None or instant.month == self.month)
+        )
+
+
+def named_period(text: str) -> Period | None:
+    """The period a query names: the first capitalised month name (with the year that
+    follows it, if any; "May" or "March" opening the text is a verb), else an ISO date's
+    month ("2023-06-03"), else a year from 1900 to 2099; None when it names none.
+    A day is not kept: a day named in a question is rarely the day its memory was
+    written (tuned half: R@10 0.675 with the day against 0.677 without)."""
+    for match in _MONTH_DATE.finditer(text):
+        if match.start() == 0 and match.group(1) in ("May", "March"):
+            continue
+        year = int(match.group(2)) if match.group(2) else None
+        return Period(year, _MONTHS.index(match.group(1)) + 1)
+    iso = _ISO_MONTH.search(text)
+    if iso is not None and 1 <= int(iso.group(2)) <= 12:
+        return Period(int(iso.group(1)), int(iso.group(2)))
+    lone = _YEAR.search(text)
+    return Period(int(lone.group(1)), None) if lone is not None else None
+
+
+def promote_within(
+    ids: Sequence[str], valid_at: Mapping[str, datetime | None], period: Period
+) -> list[str]:
+    """`ids` with those valid (by `valid_at`) within `period` first, each group in order."""
+    inside = [i for i in ids if period.holds(valid_at.get(i))]
+    return _distinct([*inside, *ids])
 
 
 def merged_score(rank: int) -> float:

@@ -5,9 +5,10 @@ The semantic section searches in one of three modes (`RetrievalMode`): by meanin
 typo-tolerant one for the words it did not find), or both (the default), merged
 as the seed design says: the top few by meaning lead, the keyword matches follow
 (word matches at least half as relevant as the best one), the rest of the semantic
-list fills in (`retrieval.interleave`). Every
-part gets the same filters and valid time, so every mode answers from the same
-eligible memories.
+list fills in (`retrieval.interleave`). A hybrid query that names a month or a
+year draws on PERIOD_POOL results by meaning and moves the merged memories valid
+in that period first (`retrieval.promote_within`). Every part gets the same
+filters and valid time, so every mode answers from the same eligible memories.
 """
 
 from __future__ import annotations
@@ -27,11 +28,14 @@ from jennah.domain.models import (
     ScoredRecord,
 )
 from jennah.domain.retrieval import (
+    PERIOD_POOL,
     RetrievalMode,
     fuzzy_words,
     interleave,
     lexical_order,
     merged_score,
+    named_period,
+    promote_within,
     query_words,
     strong_matches,
     unmatched_words,
@@ -135,6 +139,7 @@ class _Search:
         self.scope, self.store, self.as_of = scope, store, as_of
         self.top_k, self.filters = semantic.top_k, semantic.filters
         self.words = query_words(semantic.query_text)
+        self.period = named_period(semantic.query_text)
 
     def by_meaning(self, vector: list[float], limit: int) -> list[ScoredRecord]:
         return self.store.search_chunks(self.scope, vector, limit, self.filters, self.as_of)
@@ -167,15 +172,22 @@ class _Search:
     def hybrid(self, vector: list[float]) -> list[ScoredRecord]:
         """The top few by meaning, the strong word matches and the best typo-tolerant
         match per typo-searched word, the rest by meaning; each part needs no more than
-        topK. The score is the merged rank's (1 / rank)."""
-        semantic = self.by_meaning(vector, self.top_k)
+        topK, except the meaning part of a query naming a period (PERIOD_POOL), whose
+        memories valid in that period then go first. The score is the merged rank's
+        (1 / rank)."""
+        depth = self.top_k if self.period is None else max(self.top_k, PERIOD_POOL)
+        semantic = self.by_meaning(vector, depth)
         exact = self.by_words(self.top_k)
         typo_words = self.typo_words(exact)
         typo = self.by_typo(typo_words, len(typo_words))
         found = {hit.record.id: hit.record for hit in [*semantic, *exact, *typo]}
         strong = strong_matches([(h.record.id, h.score) for h in exact])
         keyword = lexical_order(strong, [h.record.id for h in typo])
-        merged = interleave([h.record.id for h in semantic], keyword)[: self.top_k]
+        merged = interleave([h.record.id for h in semantic], keyword)
+        if self.period is not None:
+            valid_at = {record_id: record.valid_at for record_id, record in found.items()}
+            merged = promote_within(merged, valid_at, self.period)
+        merged = merged[: self.top_k]
         return [
             ScoredRecord(record=found[record_id], score=merged_score(rank))
             for rank, record_id in enumerate(merged, start=1)
