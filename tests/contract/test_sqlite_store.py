@@ -15,6 +15,7 @@ import pytest
 from jennah.adapters.sqlite import schema
 from jennah.adapters.sqlite.connection import open_connection
 from jennah.adapters.sqlite.store import SqliteStore
+from jennah.adapters.sqlite.vector_index import IndexRow, ScopeIndex
 from jennah.domain import rules
 from jennah.domain.models import (
     CommitPlan,
@@ -367,4 +368,34 @@ def test_a_version_2_file_gets_its_trigram_index_built(tmp_path: Path) -> None:
     commit_items(store, scope, chunks=[ChunkInput(text="a ceremonial dinner")])
     hits = store.search_words(scope, ["ceremoni"], 10, [], NOW, fuzzy=True)
     assert len(hits) == 2  # and the triggers keep it in step again
+    store.close()
+
+
+def test_warming_at_start_spares_the_first_query_its_index_build(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # `jnh serve` warms the store at start (Container.warm): the first query after a
+    # restart must find the scope's vector index built, not build it (counted, not timed)
+    path = tmp_path / "memory.db"
+    store = SqliteStore(path, index_budget_rows=5)
+    big, small, too_big = new_scope(), new_scope(), new_scope()
+    commit_items(store, big, chunks=[ChunkInput(text=f"big {i}") for i in range(3)])
+    commit_items(store, small, chunks=[ChunkInput(text="small")])
+    commit_items(store, too_big, chunks=[ChunkInput(text=f"huge {i}") for i in range(6)])
+    store.close()
+    builds: list[int] = []
+    real_build = ScopeIndex.build.__func__  # type: ignore[attr-defined]
+
+    def counted(cls: type[ScopeIndex], generation: int, rows: list[IndexRow]) -> ScopeIndex:
+        builds.append(len(rows))
+        return real_build(cls, generation, rows)  # type: ignore[no-any-return]
+
+    monkeypatch.setattr(ScopeIndex, "build", classmethod(counted))
+    store = SqliteStore(path, index_budget_rows=5)
+    assert store.warm_indexes() == 2  # largest first, within the budget; 6 rows are scanned
+    assert builds == [3, 1]
+    assert search_ids(store, big, "big 1", top_k=1) == [chunk_id("big 1")]
+    assert search_ids(store, small, "small", top_k=1) == [chunk_id("small")]
+    assert search_ids(store, too_big, "huge 2", top_k=1) == [chunk_id("huge 2")]
+    assert builds == [3, 1]  # the first queries built nothing
     store.close()

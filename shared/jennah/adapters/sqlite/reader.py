@@ -57,6 +57,15 @@ def scope_generation(conn: Connection, scope: ScopeRef) -> tuple[int, int]:
     return (0, 0) if row is None else (int(row[0]), int(row[1]))
 
 
+def scopes_by_size(conn: Connection) -> list[tuple[ScopeRef, int]]:
+    """Every scope holding records, with its record count; largest first."""
+    rows = conn.execute(
+        "SELECT enterprise_id, scope_id, record_count FROM scope_generations "
+        "WHERE record_count > 0 ORDER BY record_count DESC, enterprise_id, scope_id"
+    )
+    return [(ScopeRef(enterprise_id=row[0], scope_id=row[1]), int(row[2])) for row in rows]
+
+
 def get_chunks(conn: Connection, scope: ScopeRef, ids: Sequence[str]) -> list[MemoryRecord]:
     records: list[MemoryRecord] = []
     for batch in _batches(ids):
