@@ -399,3 +399,11 @@ def test_warming_at_start_spares_the_first_query_its_index_build(
     assert search_ids(store, too_big, "huge 2", top_k=1) == [chunk_id("huge 2")]
     assert builds == [3, 1]  # the first queries built nothing
     store.close()
+
+
+def test_records_read_back_can_be_changed_one_by_one(sqlite_store: SqliteStore) -> None:
+    scope = new_scope()
+    result = commit_items(sqlite_store, scope, chunks=[ChunkInput(text="a"), ChunkInput(text="b")])
+    first, second = sqlite_store.get_chunks(scope, result.chunk_ids)
+    first.summary = "changed"
+    assert second.summary == "" and "summary" in first.model_fields_set

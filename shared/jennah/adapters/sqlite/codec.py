@@ -165,7 +165,7 @@ def record_from_row(row: Sequence[Any]) -> MemoryRecord:
         last_reinforced_at, embedding,
     ) = row  # fmt: skip
     return MemoryRecord.model_construct(
-        _RECORD_FIELDS,
+        set(_RECORD_FIELDS),  # its own: setting a field adds to it
         id=record_id,
         scope=_scope_ref(enterprise_id, scope_id),
         key=key,
