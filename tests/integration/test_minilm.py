@@ -56,24 +56,6 @@ def test_batch_equals_single_results(embedder: MiniLMEmbedder) -> None:
         assert vector == pytest.approx(embedder.embed(text), abs=1e-5)
 
 
-def test_a_query_embeds_in_the_callers_thread_exactly_as_in_a_batch(
-    embedder: MiniLMEmbedder, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # memory:query embeds one text: it runs in the request's thread (no pool hand-off)
-    # and must equal the quantized model's batch result bit for bit (same ranking)
-    texts = ["hi", "When did Melanie paint a sunrise over the lake?"]
-    batch = embedder.embed_batch(texts)
-    loaded = embedder._ensure_loaded()
-    assert loaded.pool is not None
-
-    def no_pool(*args: object, **kwargs: object) -> None:
-        raise AssertionError("embed must not use the pool")
-
-    monkeypatch.setattr(loaded.pool, "map", no_pool)
-    monkeypatch.setattr(loaded.pool, "submit", no_pool)
-    assert [embedder.embed(text) for text in texts] == batch
-
-
 def test_batches_larger_than_the_batch_size_keep_order() -> None:
     small = MiniLMEmbedder(batch_size=2, max_batch_tokens=24, quantize=False)  # batched path
     # lengths out of order: the embedder sorts by length internally

@@ -97,11 +97,7 @@ class MiniLMEmbedder:
         self._loaded: _Loaded | None = None
 
     def embed(self, text: str) -> list[float]:
-        """One text (a query), run in the calling thread: no hand-off to the pool and
-        back. The same single-text run as in `embed_batch`, so the same vector."""
-        loaded = self._ensure_loaded()
-        vector: list[float] = _infer(loaded, [loaded.tokenizer.encode(text).ids])[0].tolist()
-        return vector
+        return self.embed_batch([text])[0]
 
     def embed_batch(self, texts: Sequence[str]) -> list[list[float]]:
         if not texts:
