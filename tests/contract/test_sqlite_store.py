@@ -407,3 +407,31 @@ def test_records_read_back_can_be_changed_one_by_one(sqlite_store: SqliteStore) 
     first, second = sqlite_store.get_chunks(scope, result.chunk_ids)
     first.summary = "changed"
     assert second.summary == "" and "summary" in first.model_fields_set
+
+
+def test_a_version_3_file_gets_the_search_index_and_its_searches_use_it(tmp_path: Path) -> None:
+    path = tmp_path / "memory.db"
+    store = SqliteStore(path)
+    scope = new_scope()
+    commit_items(store, scope, chunks=[ChunkInput(text="the tea ceremony history")])
+    store.close()
+    conn = open_connection(path)  # back to version 3: no memory_records_for_search
+    conn.execute("DROP INDEX memory_records_for_search")
+    conn.execute("PRAGMA user_version = 3")
+    conn.close()
+    store = SqliteStore(path)
+    hits = store.search_words(scope, ["ceremony"], 10, [], NOW)
+    assert [hit.record.text for hit in hits] == ["the tea ceremony history"]
+    store.close()
+    conn = open_connection(path)
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == schema.SCHEMA_VERSION
+    plan = " ".join(
+        str(row[3])
+        for row in conn.execute(
+            "EXPLAIN QUERY PLAN SELECT r.id FROM memory_records_text CROSS JOIN "
+            "memory_records AS r INDEXED BY memory_records_for_search "
+            "ON r.row_id = memory_records_text.rowid WHERE memory_records_text MATCH 'tea'"
+        )
+    )
+    assert "COVERING INDEX memory_records_for_search" in plan
+    conn.close()

@@ -206,11 +206,10 @@ class SqliteStore:
         if not match or limit < 1:
             return []
         with self._pool.connection() as conn:
-            ranked = reader.search_text(
+            found = reader.search_text(
                 conn, scope, index, match, limit, filters, codec.required_micros(as_of)
             )
-            records = {r.id: r for r in reader.get_chunks(conn, scope, [i for i, _ in ranked])}
-        return [ScoredRecord(record=records[i], score=score) for i, score in ranked if i in records]
+        return [ScoredRecord(record=record, score=score) for record, score in found]
 
     def warm_indexes(self) -> int:
         """Build the vector index of the scopes that fit the index budget now, largest
