@@ -192,7 +192,8 @@ def search_text(
             [row_id for row_id, _ in ranked],
         )
     }
-    return [(records[row_id], score) for row_id, score in ranked]
+    # a row erased meanwhile (its scope destroyed) is left out
+    return [(records[row_id], score) for row_id, score in ranked if row_id in records]
 
 
 def _metadata_clauses(filters: Sequence[MetadataFilter]) -> tuple[str, list[Any]]:
