@@ -36,6 +36,11 @@ class _Loadable(Protocol):
 
 
 @runtime_checkable
+class _Warmable(Protocol):
+    def warm_indexes(self) -> int: ...
+
+
+@runtime_checkable
 class _Closable(Protocol):
     def close(self) -> None: ...
 
@@ -195,13 +200,15 @@ class Container:
             return self._access
 
     def warm(self) -> None:
-        """Build everything now and load the embedding model and a local formation model
-        (for `jnh serve`)."""
+        """Build everything now, load the embedding model and a local formation model, and
+        build the store's in-process search indexes (for `jnh serve`)."""
         _ = self.access
         _ = self.vocabularies
         for adapter in (self.embedder, self.model):
             if isinstance(adapter, _Loadable):
                 adapter.load()
+        if isinstance(self.store, _Warmable):
+            self.store.warm_indexes()
 
     def close(self) -> None:
         if isinstance(self._tasks, _Closable):  # first: the workers still use the stores

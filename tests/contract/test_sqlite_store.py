@@ -15,6 +15,7 @@ import pytest
 from jennah.adapters.sqlite import schema
 from jennah.adapters.sqlite.connection import open_connection
 from jennah.adapters.sqlite.store import SqliteStore
+from jennah.adapters.sqlite.vector_index import IndexRow, ScopeIndex
 from jennah.domain import rules
 from jennah.domain.models import (
     CommitPlan,
@@ -368,3 +369,69 @@ def test_a_version_2_file_gets_its_trigram_index_built(tmp_path: Path) -> None:
     hits = store.search_words(scope, ["ceremoni"], 10, [], NOW, fuzzy=True)
     assert len(hits) == 2  # and the triggers keep it in step again
     store.close()
+
+
+def test_warming_at_start_spares_the_first_query_its_index_build(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # `jnh serve` warms the store at start (Container.warm): the first query after a
+    # restart must find the scope's vector index built, not build it (counted, not timed)
+    path = tmp_path / "memory.db"
+    store = SqliteStore(path, index_budget_rows=5)
+    big, small, too_big = new_scope(), new_scope(), new_scope()
+    commit_items(store, big, chunks=[ChunkInput(text=f"big {i}") for i in range(3)])
+    commit_items(store, small, chunks=[ChunkInput(text="small")])
+    commit_items(store, too_big, chunks=[ChunkInput(text=f"huge {i}") for i in range(6)])
+    store.close()
+    builds: list[int] = []
+    real_build = ScopeIndex.build.__func__  # type: ignore[attr-defined]
+
+    def counted(cls: type[ScopeIndex], generation: int, rows: list[IndexRow]) -> ScopeIndex:
+        builds.append(len(rows))
+        return real_build(cls, generation, rows)  # type: ignore[no-any-return]
+
+    monkeypatch.setattr(ScopeIndex, "build", classmethod(counted))
+    store = SqliteStore(path, index_budget_rows=5)
+    assert store.warm_indexes() == 2  # largest first, within the budget; 6 rows are scanned
+    assert builds == [3, 1]
+    assert search_ids(store, big, "big 1", top_k=1) == [chunk_id("big 1")]
+    assert search_ids(store, small, "small", top_k=1) == [chunk_id("small")]
+    assert search_ids(store, too_big, "huge 2", top_k=1) == [chunk_id("huge 2")]
+    assert builds == [3, 1]  # the first queries built nothing
+    store.close()
+
+
+def test_records_read_back_can_be_changed_one_by_one(sqlite_store: SqliteStore) -> None:
+    scope = new_scope()
+    result = commit_items(sqlite_store, scope, chunks=[ChunkInput(text="a"), ChunkInput(text="b")])
+    first, second = sqlite_store.get_chunks(scope, result.chunk_ids)
+    first.summary = "changed"
+    assert second.summary == "" and "summary" in first.model_fields_set
+
+
+def test_a_version_3_file_gets_the_search_index_and_its_searches_use_it(tmp_path: Path) -> None:
+    path = tmp_path / "memory.db"
+    store = SqliteStore(path)
+    scope = new_scope()
+    commit_items(store, scope, chunks=[ChunkInput(text="the tea ceremony history")])
+    store.close()
+    conn = open_connection(path)  # back to version 3: no memory_records_for_search
+    conn.execute("DROP INDEX memory_records_for_search")
+    conn.execute("PRAGMA user_version = 3")
+    conn.close()
+    store = SqliteStore(path)
+    hits = store.search_words(scope, ["ceremony"], 10, [], NOW)
+    assert [hit.record.text for hit in hits] == ["the tea ceremony history"]
+    store.close()
+    conn = open_connection(path)
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == schema.SCHEMA_VERSION
+    plan = " ".join(
+        str(row[3])
+        for row in conn.execute(
+            "EXPLAIN QUERY PLAN SELECT r.id FROM memory_records_text CROSS JOIN "
+            "memory_records AS r INDEXED BY memory_records_for_search "
+            "ON r.row_id = memory_records_text.rowid WHERE memory_records_text MATCH 'tea'"
+        )
+    )
+    assert "COVERING INDEX memory_records_for_search" in plan
+    conn.close()

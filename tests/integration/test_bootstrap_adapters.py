@@ -137,3 +137,26 @@ def test_cloud_tasks_needs_the_worker_url(tmp_path: Path) -> None:
     container = Container(Settings(data_dir=tmp_path, formation_queue="cloud_tasks"))
     with pytest.raises(FailedPrecondition, match="JENNAH_FORM_WORKER_URL"):
         _ = container.tasks
+
+
+def test_warming_the_container_builds_the_stores_search_indexes(tmp_path: Path) -> None:
+    # `jnh serve` warms the container at start: a scope's vector index is then built
+    # before its first query
+    from jennah.adapters.sqlite.store import SqliteStore
+    from jennah.domain.models import ScopeRef
+    from jennah.services.commands import ChunkInput
+    from tests.contract.conftest import commit_items
+
+    scope = ScopeRef(enterprise_id="acme", scope_id="warm")
+    settings = Settings(data_dir=tmp_path, embedder="hashing")
+    container = Container(settings)
+    commit_items(container.store, scope, chunks=[ChunkInput(text="warm me")])
+    container.close()
+    container = Container(settings)
+    try:
+        container.warm()
+        store = container.store
+        assert isinstance(store, SqliteStore)
+        assert store._indexes.get(scope) is not None
+    finally:
+        container.close()

@@ -57,6 +57,15 @@ def scope_generation(conn: Connection, scope: ScopeRef) -> tuple[int, int]:
     return (0, 0) if row is None else (int(row[0]), int(row[1]))
 
 
+def scopes_by_size(conn: Connection) -> list[tuple[ScopeRef, int]]:
+    """Every scope holding records, with its record count; largest first."""
+    rows = conn.execute(
+        "SELECT enterprise_id, scope_id, record_count FROM scope_generations "
+        "WHERE record_count > 0 ORDER BY record_count DESC, enterprise_id, scope_id"
+    )
+    return [(ScopeRef(enterprise_id=row[0], scope_id=row[1]), int(row[2])) for row in rows]
+
+
 def get_chunks(conn: Connection, scope: ScopeRef, ids: Sequence[str]) -> list[MemoryRecord]:
     records: list[MemoryRecord] = []
     for batch in _batches(ids):
@@ -155,20 +164,36 @@ def search_text(
     limit: int,
     filters: Sequence[MetadataFilter],
     as_of: int,
-) -> list[tuple[str, float]]:
-    """(id, relevance) of the scope's records valid at `as_of` matching every filter whose
-    text matches the FTS5 expression `match` in `index`; best first (BM25), ties by id."""
+) -> list[tuple[MemoryRecord, float]]:
+    """(record, relevance) of the scope's records valid at `as_of` matching every filter
+    whose text matches the FTS5 expression `match` in `index`; best first (BM25), ties
+    by id."""
     clauses, params = _metadata_clauses(filters)
     # CROSS JOIN keeps the index as the outer loop: the other order probes the MATCH
-    # expression once per record of the scope, tens of times slower.
+    # expression once per record of the scope, tens of times slower. Each match is
+    # checked through memory_records_for_search (the filters' metadata aside), and
+    # the records are read for the answer alone.
     rows = conn.execute(
-        f"SELECT r.id, -bm25({index}) AS score FROM {index} "
-        f"CROSS JOIN memory_records AS r ON r.row_id = {index}.rowid "
-        f"WHERE {index} MATCH ? AND r.enterprise_id = ? AND r.scope_id = ? AND {_VALID_AT}"
-        f"{clauses} ORDER BY score DESC, r.id LIMIT ?",
+        f"SELECT r.row_id, -bm25({index}) AS score FROM {index} "
+        f"CROSS JOIN memory_records AS r INDEXED BY memory_records_for_search "
+        f"ON r.row_id = {index}.rowid WHERE {index} MATCH ? "
+        f"AND r.enterprise_id = ? AND r.scope_id = ? AND {_VALID_AT}{clauses} "
+        "ORDER BY score DESC, r.id LIMIT ?",
         (match, *_scope(scope), as_of, as_of, *params, limit),
     )
-    return [(row[0], float(row[1])) for row in rows]
+    ranked = [(int(row[0]), float(row[1])) for row in rows]
+    if not ranked:
+        return []
+    records = {
+        int(row[0]): codec.record_from_row(row[1:])
+        for row in conn.execute(
+            f"SELECT row_id, {codec.RECORD_COLUMNS} FROM memory_records "
+            f"WHERE row_id IN ({_marks(len(ranked))})",
+            [row_id for row_id, _ in ranked],
+        )
+    }
+    # a row erased meanwhile (its scope destroyed) is left out
+    return [(records[row_id], score) for row_id, score in ranked if row_id in records]
 
 
 def _metadata_clauses(filters: Sequence[MetadataFilter]) -> tuple[str, list[Any]]:

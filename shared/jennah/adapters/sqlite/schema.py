@@ -22,6 +22,10 @@ so the two stores read alike. Differences that SQLite forces:
   by triggers: `memory_records_text` (words, Porter-stemmed) for the word
   search, `memory_records_trigrams` (letter trigrams, since version 3) for the
   typo-tolerant one.
+- `memory_records_for_search` (since version 4) holds, by row_id, what a word search
+  checks of every match (scope, id, validity): a few dozen rows a page where the table
+  holds two (each row carries its 1.5 KB embedding), so the search reads its matches
+  through it (`INDEXED BY`), about twice as fast at 100k records.
 - `commit_clock` keeps commit timestamps strictly increasing across processes.
 - `scopes` is the scope registry (a scope's kind, creation time and creator).
 
@@ -29,7 +33,8 @@ so the two stores read alike. Differences that SQLite forces:
 a scope deletes from each of them. The schema version is `PRAGMA user_version`;
 version 1 (no registry) is upgraded in place, its scopes registered as agent
 workspaces (the kind they were written under is not recorded); versions 1 and
-2 get the trigram index, built from the stored rows.
+2 get the trigram index, built from the stored rows; versions 1 to 3 get
+`memory_records_for_search`, built from the stored rows.
 """
 
 from __future__ import annotations
@@ -42,7 +47,7 @@ from jennah.errors import FailedPrecondition
 if TYPE_CHECKING:
     from sqlite3 import Connection
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 EMBEDDING_BYTES = 384 * 4
 
 _TABLES = f"""
@@ -84,6 +89,8 @@ CREATE INDEX IF NOT EXISTS memory_records_by_content_hash
   ON memory_records (enterprise_id, scope_id, content_hash);
 CREATE UNIQUE INDEX IF NOT EXISTS memory_records_by_key
   ON memory_records (enterprise_id, scope_id, key) WHERE key IS NOT NULL;
+CREATE INDEX IF NOT EXISTS memory_records_for_search
+  ON memory_records (row_id, enterprise_id, scope_id, id, retired_at, valid_at, invalid_at);
 
 CREATE VIRTUAL TABLE IF NOT EXISTS memory_records_text USING fts5(
   text,

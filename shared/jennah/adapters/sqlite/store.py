@@ -206,11 +206,26 @@ class SqliteStore:
         if not match or limit < 1:
             return []
         with self._pool.connection() as conn:
-            ranked = reader.search_text(
+            found = reader.search_text(
                 conn, scope, index, match, limit, filters, codec.required_micros(as_of)
             )
-            records = {r.id: r for r in reader.get_chunks(conn, scope, [i for i, _ in ranked])}
-        return [ScoredRecord(record=records[i], score=score) for i, score in ranked if i in records]
+        return [ScoredRecord(record=record, score=score) for record, score in found]
+
+    def warm_indexes(self) -> int:
+        """Build the vector index of the scopes that fit the index budget now, largest
+        first, so the first query of a large scope does not pay the build (`jnh serve`
+        at start). Returns the scopes indexed."""
+        warmed, rows = 0, 0
+        with self._pool.connection() as conn:
+            for scope, count in reader.scopes_by_size(conn):
+                if rows + count > self._indexes.budget_rows:
+                    continue
+                with self._index_lock:  # one scope at a time: queries interleave
+                    generation, count = reader.scope_generation(conn, scope)
+                    if count > 0:
+                        self._index(conn, scope, generation)
+                        warmed, rows = warmed + 1, rows + count
+        return warmed
 
     def _index(self, conn: Connection, scope: ScopeRef, generation: int) -> ScopeIndex:
         """The scope's index at `generation`, built from the table when missing or stale."""

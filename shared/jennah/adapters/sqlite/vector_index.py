@@ -5,7 +5,9 @@ brute-force top-10 over 100k rows takes ~37 ms p50 (int8 ~68 ms), over the
 25 ms target, and binary quantization (~10.5 ms for a top-100) is not exact.
 So the SQLite file stays the system of record (embeddings are sqlite-vec
 float32 BLOBs) and each searched scope gets a numpy float32 matrix, built
-lazily from the table on first search (~70 ms at 10k rows, ~1 s at 100k).
+from the table on first search (~70 ms at 10k rows, ~1 s at 100k), or before
+it: `jnh serve` builds the indexes of the scopes that fit the budget at start
+(`SqliteStore.warm_indexes`), so no query after a restart pays the build.
 
 The scan is `np.einsum("ij,j->i")`, single-threaded, not the BLAS `X @ q`:
 OpenBLAS's two threads sleep between calls and wake slowly (a 10k-row search
