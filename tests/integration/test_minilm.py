@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import math
 import random
+from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
+import onnx
 import pytest
 
 from jennah.adapters.embedding import minilm
@@ -139,6 +141,10 @@ def test_quantized_model_is_built_once_and_agrees_with_the_float_model(tmp_path:
     stamp = built.stat().st_mtime_ns
     assert MiniLMEmbedder(cache_dir=tmp_path).embed_batch(texts) == vectors  # reused, same
     assert built.stat().st_mtime_ns == stamp
+    ops = Counter(node.op_type for node in onnx.load(str(built)).graph.node)
+    assert ops["DynamicQuantizeLinear"] == 0 and ops["QuantizeLinear"] == 24  # fixed scales
+    assert ops["MatMulIntegerToFloat"] == 36 and ops["MatMulInteger"] == 0  # fused
+    assert ops["Gelu"] == 6 and ops["Erf"] == 0 and ops["IsNaN"] == 0
     reference = MiniLMEmbedder(quantize=False).embed_batch(texts)
     for q, f in zip(vectors, reference, strict=True):
         assert q != f  # really a different model ...
