@@ -59,6 +59,7 @@ DEFAULT_BATCH_SIZE = 64
 # Tokens per model run (texts x their common length); a longer text runs alone.
 DEFAULT_MAX_BATCH_TOKENS = 512
 RANGES_FILE = "minilm_ranges.json"  # activation ranges, from bench/minilm_calibrate.py
+CONVERSION = "fixed-scales-2"  # part of the cached model's name: change it with the rewrite
 DEFAULT_CACHE_DIR = Path.home() / ".cache" / "jennah"
 
 IntArray = npt.NDArray[np.int64]
@@ -179,7 +180,8 @@ def quantized_model(source: Path, cache_dir: Path) -> Path:
     import onnxruntime as ort
 
     ranges = resources.files(__package__) / RANGES_FILE
-    digest = hashlib.sha256(source.read_bytes() + ranges.read_bytes()).hexdigest()[:16]
+    recipe = source.read_bytes() + ranges.read_bytes() + CONVERSION.encode()
+    digest = hashlib.sha256(recipe).hexdigest()[:16]
     target = cache_dir / f"minilm-l6-v2-qint8-static-{digest}-ort{ort.__version__}.onnx"
     if target.exists():
         return target
@@ -254,6 +256,10 @@ def fix_activation_scales(model_file: Path, ranges: dict[str, list[float]]) -> N
     del model.graph.node[:]
     nodes = _integer_matmuls_to_float(nodes, model.graph.initializer)
     model.graph.node.extend(_without_nan_guards(_gelus(nodes, model.graph.initializer)))
+    used = {name for node in model.graph.node for name in node.input}
+    kept = [i for i in model.graph.initializer if i.name in used]  # else onnxruntime warns
+    del model.graph.initializer[:]
+    model.graph.initializer.extend(kept)
     onnx.save(model, str(model_file))
 
 
