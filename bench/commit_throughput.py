@@ -8,7 +8,8 @@ Three figures, each in records (or texts) per second:
 2. The memory:commit service (validation, ids, embedding, apply) with the
    HashingEmbedder, commands of 500 chunks.
 3. MiniLMEmbedder.embed_batch on short texts (8-16 words): the shipped path (the
-   dynamically quantized model, one text per run on --threads workers), against the
+   int8 model with fixed activation scales, texts of equal token length run together on
+   --threads workers), against the
    float model in batches of --embed-batch as a same-process baseline.
 
 Targets (issue 2): >= 1,000 records/s for 1, >= 400 texts/s for 3 on 2 cores.
@@ -84,7 +85,7 @@ def main() -> None:
         median = statistics.median(rates[name])
         base = float_rate if name in (EMBED, EMBED_FLOAT) else raw
         labels = {
-            EMBED: f"{EMBED} (int8 dynamic, 1 text/run, {args.threads} workers)",
+            EMBED: f"{EMBED} (int8, equal-length runs, {args.threads} workers)",
             EMBED_FLOAT: f"{EMBED_FLOAT} (batch {args.embed_batch}, {args.threads} thr)",
         }
         rows.append(

@@ -260,7 +260,7 @@ def _report_embedding(repeats: int) -> None:
         return embedder.embed(texts[next(position) % len(texts)])
 
     stats = summary(time_calls(embed_one, repeats))
-    print("query embedding (MiniLM, dynamic int8, one short question, one run on one core)")
+    print("query embedding (MiniLM int8, one short question, one run on one core)")
     print(
         table(
             ["model load ms", "p50 ms", "p99 ms", "mean ms"],

@@ -108,6 +108,7 @@ def test_an_artifact_holds_main_the_core_package_and_the_tokenizer_only(
         for data in ("jennah/py.typed", "jennah/api/openapi.json"):
             assert data in core
         assert "jennah/adapters/spanner/schema.sql" in core
+        assert "jennah/adapters/embedding/minilm_ranges.json" in core  # the int8 scales
         for path in core:
             assert files[path] == (shared / path).read_bytes(), path
         expected_py = {

@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import math
+import random
+from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import numpy as np
+import onnx
 import pytest
 
 from jennah.adapters.embedding import minilm
@@ -54,6 +58,37 @@ def test_batch_equals_single_results(embedder: MiniLMEmbedder) -> None:
     batch = embedder.embed_batch(texts)
     for text, vector in zip(texts, batch, strict=True):
         assert vector == pytest.approx(embedder.embed(text), abs=1e-5)
+
+
+def test_a_vector_is_bit_identical_alone_and_in_any_batch(tmp_path: Path) -> None:
+    """Texts of equal token length run together; nothing else may change their vectors."""
+    quantized = MiniLMEmbedder(cache_dir=tmp_path)
+    days = ("Monday", "Friday", "the weekend")
+    texts = [
+        f"Caroline: I went to the {w} group on {d} and it was great." for w in _WORDS for d in days
+    ]
+    texts += [
+        "hi",
+        "ok then",
+        "Melanie painted a sunrise over the lake last summer.",
+        "word " * 400,
+    ]
+    alone = [np.asarray(quantized.embed(t), dtype=np.float32).tobytes() for t in texts]
+    rng = random.Random(7)
+    for batch_size, max_tokens in ((64, 512), (3, 512), (64, 40), (1000, 100_000)):
+        batched = MiniLMEmbedder(
+            batch_size=batch_size, max_batch_tokens=max_tokens, cache_dir=tmp_path
+        )
+        order = list(range(len(texts)))
+        rng.shuffle(order)
+        vectors = batched.embed_batch([texts[i] for i in order])
+        for i, vector in zip(order, vectors, strict=True):
+            assert np.asarray(vector, dtype=np.float32).tobytes() == alone[i], texts[i]
+    token_counts = [len(quantized._ensure_loaded().tokenizer.encode(t).ids) for t in texts]
+    assert max(token_counts.count(n) for n in set(token_counts)) >= 8  # real batches ran
+
+
+_WORDS = ["support", "painting", "running", "pottery", "camping", "music", "book", "dance"]
 
 
 def test_batches_larger_than_the_batch_size_keep_order() -> None:
@@ -106,6 +141,10 @@ def test_quantized_model_is_built_once_and_agrees_with_the_float_model(tmp_path:
     stamp = built.stat().st_mtime_ns
     assert MiniLMEmbedder(cache_dir=tmp_path).embed_batch(texts) == vectors  # reused, same
     assert built.stat().st_mtime_ns == stamp
+    ops = Counter(node.op_type for node in onnx.load(str(built)).graph.node)
+    assert ops["DynamicQuantizeLinear"] == 0 and ops["QuantizeLinear"] == 24  # fixed scales
+    assert ops["MatMulIntegerToFloat"] == 36 and ops["MatMulInteger"] == 0  # fused
+    assert ops["Gelu"] == 6 and ops["Erf"] == 0 and ops["IsNaN"] == 0
     reference = MiniLMEmbedder(quantize=False).embed_batch(texts)
     for q, f in zip(vectors, reference, strict=True):
         assert q != f  # really a different model ...

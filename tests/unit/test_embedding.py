@@ -88,14 +88,14 @@ def test_minilm_rejects_nonsense_settings() -> None:
         MiniLMEmbedder(max_batch_tokens=0)
 
 
-def test_minilm_runs_cover_every_text_once_within_bounds() -> None:
-    lengths = [5, 40, 3, 3, 17, 200, 9, 9, 9, 60]
+def test_minilm_runs_cover_every_text_once_unpadded_within_bounds() -> None:
+    lengths = [5, 40, 3, 3, 17, 200, 9, 9, 9, 60, 9, 9]
     token_ids = [[1] * n for n in lengths]
     runs = list(_runs(token_ids, batch_size=3, max_tokens=64))
     assert sorted(i for run in runs for i in run) == list(range(len(lengths)))
     for run in runs:
-        padded = len(run) * max(lengths[i] for i in run)
+        assert len({lengths[i] for i in run}) == 1  # one length per run: never padded
         assert len(run) <= 3
-        assert padded <= 64 or len(run) == 1  # a text longer than the budget runs alone
-    flat = [lengths[i] for run in runs for i in run]
-    assert flat == sorted(flat)  # shortest first, so each run pads little
+        assert len(run) * lengths[run[0]] <= 64 or len(run) == 1  # too long: runs alone
+    assert [len(r) for r in runs if lengths[r[0]] == 9] == [3, 2]
+    assert [len(r) for r in runs if lengths[r[0]] == 3] == [2]
