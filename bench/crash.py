@@ -5,10 +5,11 @@ Each round (tests/support/serve_crash.py, which tests/e2e/test_serve_crash.py ru
 rounds in CI): 3 threads commit 3 chunks at a time while 10 asynchronous formations are
 submitted, with the model (the Vertex AI stand-in answering from the rules model)
 answering only once the round has killed the server (or after --delay seconds), so 4
-formations are in a model call and the others queued when the server is killed; then a restart on the same data directory, and what
-the file holds is checked: every acknowledged commit present, none half there; every
-acknowledged formation done, committed once; no operation unfinished, no reservation
-held; a burst of 10 formations admitted.
+formations are in a model call and the others queued when the server is killed; then a
+restart on the same data directory, and what the file holds is checked: every
+acknowledged commit present, none half there; every acknowledged formation done,
+committed once; no operation unfinished, no reservation held; a burst of 10 formations
+admitted.
 
 Run: .venv/bin/python bench/crash.py [--rounds 10] [--delay SECONDS]
 """

@@ -213,7 +213,10 @@ class _Server(TcpWSGIServer):  # type: ignore[misc]
         wasyncore.close_all(self._map)
 
     def maintenance(self, now: float) -> None:
-        super().maintenance(now)
+        # Requests past their deadline first: waitress's own pass closes a channel idle for
+        # channel_timeout (the same span) that holds no whole request, which would drop a
+        # stalled request's connection without its 408 when both fall due in one pass.
         for channel in list(self.active_channels.values()):
             if isinstance(channel, _Channel):
                 channel.expire_request(self.request_timeout)
+        super().maintenance(now)
