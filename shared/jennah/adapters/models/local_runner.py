@@ -5,12 +5,13 @@
   *prefix*, decoded once per process; its KV state is kept per distinct prefix and
   restored when calls alternate between prompts (extraction, reconciliation), so a
   call decodes only its own suffix.
-- Greedy decoding constrained by a GBNF grammar made from a JSON schema, whose
-  whitespace rule allows at most one blank (small models otherwise pad with spaces).
+- Greedy decoding constrained by a GBNF grammar, given as is or made from a JSON
+  schema whose whitespace rule allows at most one blank (small models otherwise pad
+  with spaces).
 - `should_stop` is asked between decode batches and between tokens: a call stops
   there, within about a second, and reports what it had used (`Stopped`).
 - `finish`, when given, sees the answer so far each time a token closes a JSON object
-  or array; returning a text ends the generation with that text as the answer (the
+  or array or ends a line; returning a text ends the generation with that text as the answer (the
   caller's way out of a small model's loops, e.g. the same fact again and again).
 - Threads: the prompt is decoded on every usable core; tokens are generated on every
   usable core too unless the machine is busier than that (1-minute load average above
@@ -25,13 +26,37 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
 DECODE_CHUNK = 64  # prompt tokens decoded between two `should_stop` checks
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Timing:
+    """Where one generation's time went: making the KV cache hold the prefix (kept,
+    restored or decoded), decoding the prompt's tokens after it, generating the answer."""
+
+    prefix_seconds: float
+    suffix_tokens: int  # prompt tokens decoded (after the cached prefix)
+    suffix_seconds: float
+    generated_tokens: int
+    generation_seconds: float
+    generation_threads: int
+
+    def summary(self) -> str:
+        return (
+            f"prefix {self.prefix_seconds:.2f} s, suffix {self.suffix_tokens} tokens in "
+            f"{self.suffix_seconds:.2f} s, generated {self.generated_tokens} tokens in "
+            f"{self.generation_seconds:.2f} s on {self.generation_threads} thread(s)"
+        )
 
 
 @dataclass(frozen=True)
@@ -59,6 +84,8 @@ class ContextFull(Exception):
 
 Shots = Sequence[tuple[str, str]]
 Finish = Callable[[str], str | None]  # the answer so far -> the final answer, or go on
+Grammar = dict[str, Any] | str  # a JSON schema, or a GBNF grammar used as it is
+FINISH_MARKS = "}]\n"  # a token holding one of these is when `finish` is asked
 
 
 class Runner(Protocol):
@@ -69,7 +96,7 @@ class Runner(Protocol):
         system: str,
         shots: Shots,
         user: str,
-        schema: dict[str, Any],
+        grammar: Grammar,
         max_tokens: int,
         should_stop: Callable[[], bool],
         finish: Finish | None = None,
@@ -124,6 +151,7 @@ class LlamaRunner:
         self._cached: list[int] = []  # the tokens whose KV sequence 0 holds, in order
         self._prefixes: dict[str, tuple[list[int], bytes]] = {}
         self._grammars: dict[str, str] = {}
+        self.timings: list[Timing] = []  # one per finished generation (the caller may clear it)
 
     def load(self) -> None:
         """Load the weights and make the context (once)."""
@@ -160,14 +188,15 @@ class LlamaRunner:
         system: str,
         shots: Shots,
         user: str,
-        schema: dict[str, Any],
+        grammar: Grammar,
         max_tokens: int,
         should_stop: Callable[[], bool],
         finish: Finish | None = None,
     ) -> Generation:
         self.load()
         prefix, suffix = chatml(system, shots, user)
-        grammar = self._grammar(schema)
+        gbnf = self._grammar(grammar)
+        started = time.perf_counter()
         prefix_tokens = self._use_prefix(prefix, should_stop)
         tokens = prefix_tokens + self._tokenize(suffix)
         if len(tokens) + max_tokens > self.n_ctx:
@@ -175,18 +204,34 @@ class LlamaRunner:
                 f"a prompt of {len(tokens)} tokens and an answer of up to {max_tokens} do not "
                 f"fit the local model's context of {self.n_ctx} tokens"
             )
-        self._decode_prompt(tokens, should_stop)
-        self._ctx.set_n_threads(self.generation_threads(), self.n_threads)
+        prefixed = time.perf_counter()
+        decoded = self._decode_prompt(tokens, should_stop)
+        prompted = time.perf_counter()
+        threads = self.generation_threads()
+        self._ctx.set_n_threads(threads, self.n_threads)
         try:
-            return self._sample(grammar, len(tokens), max_tokens, should_stop, finish)
+            generation = self._sample(gbnf, len(tokens), max_tokens, should_stop, finish)
         finally:
             self._ctx.set_n_threads(self.n_threads, self.n_threads)
+        timing = Timing(
+            prefixed - started,
+            decoded,
+            prompted - prefixed,
+            generation.generated_tokens,
+            time.perf_counter() - prompted,
+            threads,
+        )
+        self.timings.append(timing)
+        log.debug("local model generation: %s", timing.summary())
+        return generation
 
     def generation_threads(self) -> int:
         """Every thread, or one when the machine is busier than its cores (see above)."""
         return 1 if self._load_average() > self.n_threads + 0.5 else self.n_threads
 
-    def _grammar(self, schema: dict[str, Any]) -> str:
+    def _grammar(self, schema: Grammar) -> str:
+        if isinstance(schema, str):
+            return schema
         key = json.dumps(schema, sort_keys=True)
         if key not in self._grammars:
             self._grammars[key] = schema_to_gbnf(schema)
@@ -226,9 +271,10 @@ class LlamaRunner:
         self._prefixes[key] = (tokens, self._ctx.get_state_seq_data(0))
         return tokens
 
-    def _decode_prompt(self, tokens: list[int], should_stop: Callable[[], bool]) -> None:
+    def _decode_prompt(self, tokens: list[int], should_stop: Callable[[], bool]) -> int:
         """Keep the longest cached run the prompt starts with (at least one token is
-        decoded: sampling needs the logits of the prompt's last token), decode the rest."""
+        decoded: sampling needs the logits of the prompt's last token), decode the rest;
+        how many were decoded."""
         keep = 0
         for cached, token in zip(self._cached, tokens[:-1], strict=False):
             if cached != token:
@@ -237,6 +283,7 @@ class LlamaRunner:
         self._ctx.memory_seq_rm(0, keep, -1)
         del self._cached[keep:]
         self._decode(tokens[keep:], should_stop, len(tokens))
+        return len(tokens) - keep
 
     def _sample(
         self,
@@ -260,7 +307,7 @@ class LlamaRunner:
             out.append(token)
             self._ctx.decode(llama.llama_batch_get_one([token], len(self._cached)))
             self._cached.append(token)
-            if finish is not None and any(c in self._text([token]) for c in "}]"):
+            if finish is not None and any(c in self._text([token]) for c in FINISH_MARKS):
                 final = finish(self._text(out))
                 if final is not None:
                     return Generation(final, prompt_tokens, len(out), True)
