@@ -96,8 +96,7 @@ SYSTEM = "\n".join(
         '2. Write each memory on its own line as "N: text", N being the number of the turn '
         "that says it.",
         "3. Write each memory as a full sentence in the third person that makes sense on "
-        'its own: "The user ...", "The user\'s daughter ...", "Aisha ...". Call the user "the '
-        'user", never by name. An instruction for '
+        'its own: "The user ...", "The user\'s daughter ...", "Aisha ...". An instruction for '
         'the assistant is written "The assistant must ...". What the assistant said or '
         'did is written "The assistant recommended ...", "The assistant booked ...".',
         '4. Copy time words exactly as said ("tomorrow", "next Tuesday", "last month"); '
@@ -112,9 +111,11 @@ SYSTEM = "\n".join(
 def grammar(turns: int, *, at_least_one: bool = False) -> str:
     """The answer the model is constrained to, a GBNF grammar: one line per fact,
     `N: text` (N a turn of the window), or "none"; `at_least_one` makes "none"
-    impossible (see `substantive`). Lines rather than JSON: a fact costs two tokens of
-    format instead of about twelve (`{"turn": 1, "text": "..."}, `), and generated
-    tokens are most of a formation's time."""
+    impossible (see `substantive`). A fact is one sentence: an end mark (. ! ?) followed
+    by a blank ends the line, so a line cannot run on into the next facts ("4.2%" and
+    "a.m" are fine). Lines rather than JSON: a fact costs two tokens of format instead
+    of about twelve (`{"turn": 1, "text": "..."}, `), and generated tokens are most of a
+    formation's time."""
     numbers = " | ".join(f'"{n}"' for n in range(1, max(1, turns) + 1))
     facts = f"fact{{1,{MAX_FACTS}}}"
     root = facts if at_least_one else f'"{NOTHING}" | {facts}'
@@ -123,7 +124,8 @@ def grammar(turns: int, *, at_least_one: bool = False) -> str:
             f"root ::= {root}",
             'fact ::= turn ": " text "\\n"',
             f"turn ::= {numbers}",
-            f"text ::= [^\\n]{{1,{MAX_FACT_CHARS}}}",
+            f"text ::= piece{{1,{MAX_FACT_CHARS}}} [.!?]",
+            "piece ::= [^\\n.!?] | [.!?] [^ \\n.!?]",
             "",
         ]
     )
