@@ -113,7 +113,7 @@ def grammar(turns: int, *, at_least_one: bool = False) -> str:
     `N: text` (N a turn of the window), or "none"; `at_least_one` makes "none"
     impossible (see `substantive`). A fact is one sentence: an end mark (. ! ?) followed
     by a blank ends the line, so a line cannot run on into the next facts ("4.2%" and
-    "a.m" are fine). Lines rather than JSON: a fact costs two tokens of format instead
+    "a.m" are fine); no control character (a carriage return) either. Lines rather than JSON: a fact costs two tokens of format instead
     of about twelve (`{"turn": 1, "text": "..."}, `), and generated tokens are most of a
     formation's time."""
     numbers = " | ".join(f'"{n}"' for n in range(1, max(1, turns) + 1))
@@ -125,7 +125,7 @@ def grammar(turns: int, *, at_least_one: bool = False) -> str:
             'fact ::= turn ": " text "\\n"',
             f"turn ::= {numbers}",
             f"text ::= piece{{1,{MAX_FACT_CHARS}}} [.!?]",
-            "piece ::= [^\\n.!?] | [.!?] [^ \\n.!?]",
+            "piece ::= [^\\x00-\\x1f.!?] | [.!?] [^ \\x00-\\x1f.!?]",
             "",
         ]
     )
@@ -139,7 +139,7 @@ def parse(answer: str) -> list[dict[str, Any]]:
     neither "none" nor lines of the grammar's format."""
     if answer.strip() == NOTHING:
         return []
-    found = [_LINE.match(line.strip()) for line in answer.splitlines() if line.strip()]
+    found = [_LINE.match(line.strip()) for line in answer.split("\n") if line.strip()]
     if not found or not all(found):
         raise ValueError(f"not the answer the extraction grammar allows: {answer[:80]!r}")
     return [{"turn": int(m["turn"]), "text": m["text"].strip()} for m in found if m]
