@@ -111,10 +111,11 @@ SYSTEM = "\n".join(
 def grammar(turns: int, *, at_least_one: bool = False) -> str:
     """The answer the model is constrained to, a GBNF grammar: one line per fact,
     `N: text` (N a turn of the window), or "none"; `at_least_one` makes "none"
-    impossible (see `substantive`). A fact is one sentence: an end mark (. ! ?) followed
-    by a blank ends the line, so a line cannot run on into the next facts ("4.2%" and
-    "a.m" are fine); no control character (a carriage return) either. Lines rather than JSON: a fact costs two tokens of format instead
-    of about twelve (`{"turn": 1, "text": "..."}, `), and generated tokens are most of a
+    impossible (see `substantive`). A fact is one sentence: an end mark (. ! ?)
+    followed by a blank ends the line, so a line cannot run on into the next facts
+    ("4.2%" and "a.m" are fine), and it holds no control character (a carriage
+    return). Lines rather than JSON: a fact costs two tokens of format instead of
+    about twelve (`{"turn": 1, "text": "..."}, `), and generated tokens are most of a
     formation's time."""
     numbers = " | ".join(f'"{n}"' for n in range(1, max(1, turns) + 1))
     facts = f"fact{{1,{MAX_FACTS}}}"
