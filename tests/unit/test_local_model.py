@@ -52,7 +52,7 @@ class Call:
     system: str
     shots: tuple[tuple[str, str], ...]
     user: str
-    schema: Any  # a JSON schema (reconciliation) or a GBNF grammar (extraction)
+    schema: dict[str, Any]
     max_tokens: int
 
 
@@ -68,7 +68,7 @@ class FakeRunner:
         system: str,
         shots: Any,
         user: str,
-        schema: Any,
+        schema: dict[str, Any],
         max_tokens: int,
         should_stop: Callable[[], bool],
         finish: Any = None,
@@ -83,9 +83,8 @@ class FakeRunner:
         return Generation(text, 100 + len(user), min(10, max_tokens), finished=max_tokens >= 10)
 
 
-def facts(*items: tuple[int, str]) -> str:
-    """An extraction answer as the small model writes it: a line per fact, or "none"."""
-    return "".join(f"{turn}: {text}\n" for turn, text in items) or "none"
+def facts(*items: tuple[int, str]) -> dict[str, Any]:
+    return {"facts": [{"turn": turn, "text": text} for turn, text in items]}
 
 
 def extract_prompt(turns: list[tuple[str, str]], clock: str = CLOCK) -> str:
@@ -132,7 +131,7 @@ def test_the_small_model_gets_its_own_prompt_with_the_turns_numbered_from_one() 
         f"[{i + 1}] {role}: {content}" for i, (role, content) in enumerate(PRIYA)
     ]
     assert len(call.shots) == 3
-    assert 'turn ::= "1" | "2" | "3" | "4"\n' in call.schema
+    assert call.schema["properties"]["facts"]["items"]["properties"]["turn"]["maximum"] == 4
 
 
 def test_tool_output_is_not_shown_and_structures_are_placeholders() -> None:
@@ -157,7 +156,7 @@ def test_a_long_conversation_is_read_in_windows_of_whole_turns() -> None:
     for call in runner.calls:
         assert len(call.user) <= local_extraction.WINDOW_CHARS
         last = int(call.user.splitlines()[-1][1:].split("]")[0])
-        assert f'| "{last}"\n' in call.schema and f'"{last + 1}"' not in call.schema
+        assert call.schema["properties"]["facts"]["items"]["properties"]["turn"]["maximum"] == last
 
 
 # Extraction: the answer mapped back.
@@ -472,17 +471,10 @@ def test_the_output_bound_holds_across_a_calls_generations() -> None:
     assert raised.value.metadata["outputTokens"] == "25"
 
 
-def test_an_answer_out_of_its_grammar_or_a_prompt_without_data_is_internal() -> None:
-    with pytest.raises(Internal, match="not the lines"):
-        model(FakeRunner(lambda call: "not lines")).generate(
-            extract_prompt(PRIYA), EXTRACTION_SCHEMA, 8192, 60.0
-        )
-    with pytest.raises(Internal, match="not the JSON"):
+def test_an_answer_that_is_not_json_or_a_prompt_without_data_is_internal() -> None:
+    with pytest.raises(Internal):
         model(FakeRunner(lambda call: "not json")).generate(
-            reconcile_prompt([cand(0, "New.", ["m1"])], [memory("m1", "Old.")]),
-            RECONCILE_SCHEMA,
-            8192,
-            60.0,
+            extract_prompt(PRIYA), EXTRACTION_SCHEMA, 8192, 60.0
         )
     with pytest.raises(Internal):
         model(FakeRunner(lambda call: facts())).generate("no data here", {}, 8192, 60.0)
@@ -674,51 +666,14 @@ def test_a_fact_merged_from_a_question_and_a_statement_quotes_the_statement() ->
 
 
 def test_a_repeating_answer_is_ended_before_its_first_repeat() -> None:
-    looping = '1: A.\n2: B "b".\n3: a.\n'
-    assert local_extraction.without_repeats(looping) == '1: A.\n2: B "b".\n'
-    assert local_extraction.without_repeats('1: A.\n2: B "b".\n3: a') is None
-
-
-def test_the_user_called_by_the_name_they_introduced_themselves_by_is_the_user() -> None:
-    answer = facts(
-        (1, "Priya's name is Priya."),
-        (1, "Priya works as a nurse at St Mary's in Leeds."),
-        (1, "Priya's allergy is to penicillin."),
-        (2, "The assistant must always ask Priya before booking anything on weekends."),
+    looping = (
+        '{"facts": [{"turn": 1, "text": "A."}, {"turn":2,"text":"B \\"b\\"."}, '
+        '{"turn": 3, "text": "a."}'
     )
-    candidates, _ = extract(PRIYA, answer)
-    assert [c.text for c in candidates] == [
-        "The user's name is Priya.",
-        "The user works as a nurse at St Mary's in Leeds.",
-        "The user's allergy is to penicillin.",
-        "The user wants the assistant to always ask the user before booking anything on weekends.",
-    ]
-
-
-def test_the_answer_is_a_line_per_fact_or_none() -> None:
-    assert local_extraction.parse("1: The user is Ana.\n3:  The user likes tea.\n") == [
-        {"turn": 1, "text": "The user is Ana."},
-        {"turn": 3, "text": "The user likes tea."},
-    ]
-    assert local_extraction.parse("none") == []
-    assert local_extraction.answer_of([]) == "none"
-    assert local_extraction.answer_of([(2, "X.")]) == "2: X.\n"
-
-
-def test_the_grammar_allows_only_the_windows_turns_and_none_unless_one_fact_is_needed() -> None:
-    assert local_extraction.grammar(3) == (
-        'root ::= "none" | fact{1,12}\n'
-        'fact ::= turn ": " text "\\n"\n'
-        'turn ::= "1" | "2" | "3"\n'
-        "text ::= piece{1,240} [.!?]\n"
-        "piece ::= [^\\x00-\\x1f.!?] | [.!?] [^ \\x00-\\x1f.!?]\n"
+    assert local_extraction.without_repeats(looping) == (
+        '{"facts": [{"turn": 1, "text": "A."}, {"turn":2,"text":"B \\"b\\"."}]}'
     )
-    assert local_extraction.grammar(1, at_least_one=True).startswith("root ::= fact{1,12}\n")
-
-
-def test_the_worked_examples_answer_in_the_grammars_format() -> None:
-    for _, answer in local_extraction.shots():
-        assert answer == "none" or all(local_extraction.parse(line) for line in answer.splitlines())
+    assert local_extraction.without_repeats('{"facts": [{"turn": 1, "text": "A."}') is None
 
 
 def test_extraction_hands_the_runner_its_way_out_of_loops() -> None:
@@ -785,8 +740,8 @@ def test_an_empty_answer_to_a_substantive_conversation_is_asked_again_for_one_fa
     result = model(runner).generate(prompt, EXTRACTION_SCHEMA, 8192, 60.0)
     candidates = parse_answer(result.text, ExtractionAnswer, "extraction").candidates
     assert [c.text for c in candidates] == ["The user's salary went up to 62,000."]
-    roots = [c.schema.splitlines()[0] for c in runner.calls]
-    assert roots == ['root ::= "none" | fact{1,12}', "root ::= fact{1,12}"]
+    minimums = [c.schema["properties"]["facts"]["minItems"] for c in runner.calls]
+    assert minimums == [0, 1]
     assert result.output_tokens == 20
 
 

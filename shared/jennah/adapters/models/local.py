@@ -11,9 +11,8 @@ short prompt of its own, with worked examples, far better than the general one. 
 answers with the port's JSON (`ExtractionAnswer`, `ReconcileAnswer`), so the
 formation services do not know which model answered:
 - extraction (`local_extraction`): one grammar-constrained, greedy generation per
-  window of turns (a line per fact, not JSON: fewer tokens to generate), and a
-  second one that may not answer "nothing" when the first did but the turns say
-  something substantive;
+  window of turns, and a second one that may not answer "nothing" when the first did
+  but the turns say something substantive;
 - reconciliation (`local_reconciliation`): one short generation per candidate and
   neighbouring memory, within the one call.
 
@@ -44,7 +43,6 @@ from jennah.adapters.models.bounds import output_bound_exceeded, time_bound_exce
 from jennah.adapters.models.local_runner import (
     ContextFull,
     Finish,
-    Grammar,
     LlamaRunner,
     Runner,
     Stopped,
@@ -147,11 +145,11 @@ def extract(runner: Runner, data: dict[str, Any], call: _Call) -> list[Any]:
                 extraction.SYSTEM,
                 shots,
                 extraction.render(window, structures),
-                extraction.grammar(window[-1].index + 1, at_least_one=at_least_one),
+                extraction.schema(window[-1].index + 1, at_least_one=at_least_one),
                 extraction.MAX_FACTS * extraction.TOKENS_PER_FACT,
                 finish=extraction.without_repeats,
             )
-            found = _facts(answer)
+            found = answer.get("facts", [])
             if found or at_least_one or not extraction.substantive(window):
                 break
         facts += found
@@ -170,7 +168,7 @@ def reconcile(runner: Runner, data: dict[str, Any], call: _Call) -> list[Any]:
             reconciliation.SCHEMA,
             reconciliation.ANSWER_TOKENS,
         )
-        verdicts[pair] = reconciliation.verdict(_json(answer), pair)
+        verdicts[pair] = reconciliation.verdict(answer, pair)
     return reconciliation.decisions(data, verdicts)
 
 
@@ -200,17 +198,17 @@ class _Call:
         system: str,
         shots: tuple[tuple[str, str], ...],
         user: str,
-        grammar: Grammar,
+        schema: dict[str, Any],
         own_bound: int,
         finish: Finish | None = None,
-    ) -> str:
-        """One generation within the call's bounds: its answer."""
+    ) -> dict[str, Any]:
+        """One generation within the call's bounds, its JSON answer parsed."""
         room = self.max_output_tokens - self.output_tokens
         if room <= 0:
             raise self._output_bound()
         limit = min(own_bound, room)
         try:
-            generation = runner.generate(system, shots, user, grammar, limit, self.expired, finish)
+            generation = runner.generate(system, shots, user, schema, limit, self.expired, finish)
         except Stopped as stopped:
             self.input_tokens += stopped.prompt_tokens
             self.output_tokens += stopped.generated_tokens
@@ -227,7 +225,7 @@ class _Call:
             if limit == room:
                 raise self._output_bound()
             raise Internal(f"the local model's answer ran past its own bound of {own_bound} tokens")
-        return generation.text
+        return _json(generation.text)
 
     def _output_bound(self) -> Exception:
         return output_bound_exceeded(
@@ -235,13 +233,6 @@ class _Call:
             input_tokens=self.input_tokens,
             output_tokens=self.output_tokens,
         )
-
-
-def _facts(text: str) -> list[dict[str, Any]]:
-    try:
-        return extraction.parse(text)
-    except ValueError:
-        raise Internal("the local model's answer is not the lines its grammar allows") from None
 
 
 def _json(text: str) -> dict[str, Any]:

@@ -2,8 +2,8 @@
 
 The formation's extract prompt is read for its data block only (turns, roles,
 clock, structures). The 1.5B model gets a short prompt with worked examples and
-writes, per fact, only the turn it comes from and a third-person sentence, a line
-each (`2: The user ...`, grammar-constrained: two tokens of format a fact); code
+writes, per fact, only the turn it comes from and a third-person sentence
+(`{"facts": [{"turn": 2, "text": "The user ..."}]}`, grammar-constrained); code
 does the rest, deterministically:
 
 - tool calls and results are not shown to the model (tool output counts only where
@@ -81,7 +81,6 @@ TURN_CHARS = 1500  # of one turn shown to the model
 WINDOW_CHARS = 4000  # of turns shown in one generation
 TOKENS_PER_FACT = 70  # an upper bound: turn, text of MAX_FACT_CHARS, JSON
 RESTATED = 0.5  # of an assistant fact's words already said by the user: a restatement
-NOTHING = "none"  # the answer when there is nothing to remember
 
 SYSTEM = "\n".join(
     [
@@ -93,78 +92,60 @@ SYSTEM = "\n".join(
         "assistant recommended, answered, booked or made for the user counts too.",
         "Rules:",
         "1. One memory per item: a sentence that says several things gives several items.",
-        '2. Write each memory on its own line as "N: text", N being the number of the turn '
-        "that says it.",
-        "3. Write each memory as a full sentence in the third person that makes sense on "
-        'its own: "The user ...", "The user\'s daughter ...", "Aisha ...". An instruction for '
+        '2. Write "text" as a full sentence in the third person that makes sense on its '
+        'own: "The user ...", "The user\'s daughter ...", "Aisha ...". An instruction for '
         'the assistant is written "The assistant must ...". What the assistant said or '
         'did is written "The assistant recommended ...", "The assistant booked ...".',
-        '4. Copy time words exactly as said ("tomorrow", "next Tuesday", "last month"); '
+        '3. Copy time words exactly as said ("tomorrow", "next Tuesday", "last month"); '
         "never compute dates.",
+        '4. "turn" is the number of the turn that says it.',
         "5. Skip greetings, thanks, small talk, the user's questions and requests, offers "
         "of help, and what the assistant only repeats from the user.",
-        f'6. If there is nothing to remember, answer "{NOTHING}".',
+        '6. If there is nothing to remember, answer {"facts": []}.',
     ]
 )
 
 
-def grammar(turns: int, *, at_least_one: bool = False) -> str:
-    """The answer the model is constrained to, a GBNF grammar: one line per fact,
-    `N: text` (N a turn of the window), or "none"; `at_least_one` makes "none"
-    impossible (see `substantive`). A fact is one sentence: an end mark (. ! ?)
-    followed by a blank ends the line, so a line cannot run on into the next facts
-    ("4.2%" and "a.m" are fine), and it holds no control character (a carriage
-    return). Lines rather than JSON: a fact costs two tokens of format instead of
-    about twelve (`{"turn": 1, "text": "..."}, `), and generated tokens are most of a
-    formation's time."""
-    numbers = " | ".join(f'"{n}"' for n in range(1, max(1, turns) + 1))
-    facts = f"fact{{1,{MAX_FACTS}}}"
-    root = facts if at_least_one else f'"{NOTHING}" | {facts}'
-    return "\n".join(
-        [
-            f"root ::= {root}",
-            'fact ::= turn ": " text "\\n"',
-            f"turn ::= {numbers}",
-            f"text ::= piece{{1,{MAX_FACT_CHARS}}} [.!?]",
-            "piece ::= [^\\x00-\\x1f.!?] | [.!?] [^ \\x00-\\x1f.!?]",
-            "",
-        ]
-    )
+def schema(turns: int, *, at_least_one: bool = False) -> dict[str, Any]:
+    """The answer the model is constrained to (property order is generation order);
+    `at_least_one` makes an empty answer impossible (see `substantive`)."""
+    return {
+        "type": "object",
+        "properties": {
+            "facts": {
+                "type": "array",
+                "minItems": 1 if at_least_one else 0,
+                "maxItems": MAX_FACTS,
+                "items": {
+                    "type": "object",
+                    "properties": {
+                        "turn": {"type": "integer", "minimum": 1, "maximum": max(1, turns)},
+                        "text": {"type": "string", "maxLength": MAX_FACT_CHARS},
+                    },
+                    "required": ["turn", "text"],
+                    "additionalProperties": False,
+                },
+            }
+        },
+        "required": ["facts"],
+        "additionalProperties": False,
+    }
 
 
-_LINE = re.compile(r"^(?P<turn>\d+):[ \t]*(?P<text>\S.*)$")
-
-
-def parse(answer: str) -> list[dict[str, Any]]:
-    """The answer's facts, `{"turn": N, "text": ...}` each; ValueError when it is
-    neither "none" nor lines of the grammar's format."""
-    if answer.strip() == NOTHING:
-        return []
-    found = [_LINE.match(line.strip()) for line in answer.split("\n") if line.strip()]
-    if not found or not all(found):
-        raise ValueError(f"not the answer the extraction grammar allows: {answer[:80]!r}")
-    return [{"turn": int(m["turn"]), "text": m["text"].strip()} for m in found if m]
-
-
-def answer_of(facts: Sequence[tuple[int, str]]) -> str:
-    """Facts written as the model writes them (the worked examples' answers)."""
-    return "".join(f"{turn}: {text}\n" for turn, text in facts) or NOTHING
+_ITEM = re.compile(r'\{\s*"turn"\s*:\s*(\d+)\s*,\s*"text"\s*:\s*"((?:[^"\\]|\\.)*)"\s*\}')
 
 
 def without_repeats(answer: str) -> str | None:
     """The answer ended before its first repeated fact (a small model's greedy loop:
     the same fact again and again until the item bound), or None while none repeats."""
     seen: set[str] = set()
-    kept: list[str] = []
-    for line in answer.splitlines(keepends=True):
-        if not line.endswith("\n"):
-            break  # a fact still being written
-        match = _LINE.match(line.strip())
-        text = " ".join(match["text"].lower().split()) if match else line
+    end = 0
+    for item in _ITEM.finditer(answer):
+        text = " ".join(item[2].lower().split())
         if text in seen:
-            return "".join(kept)
+            return answer[:end] + "]}"
         seen.add(text)
-        kept.append(line)
+        end = item.end()
     return None
 
 
@@ -178,16 +159,16 @@ _SHOTS: tuple[tuple[list[tuple[str, str]], str], ...] = (
                         "breakfast before the match."),
             (USER, "Cool, cheers."),
         ],
-        answer_of([
-            (1, "The user's name is Tom."),
-            (1, "The user teaches maths at a school in Bristol."),
-            (1, "The user cannot have peanuts."),
-            (2, "The user has a son called Leo."),
-            (2, "The user's son Leo plays football on Saturday mornings from next week."),
-            (2, "The assistant must never call the user before 9am."),
-            (3, "The assistant recommended the Harbourside Bakery, which opens at 7am, for "
-                "breakfast before Leo's match."),
-        ]),
+        '{"facts": ['
+        '{"turn": 1, "text": "The user\'s name is Tom."}, '
+        '{"turn": 1, "text": "The user teaches maths at a school in Bristol."}, '
+        '{"turn": 1, "text": "The user cannot have peanuts."}, '
+        '{"turn": 2, "text": "The user has a son called Leo."}, '
+        '{"turn": 2, "text": "The user\'s son Leo plays football on Saturday mornings from '
+        'next week."}, '
+        '{"turn": 2, "text": "The assistant must never call the user before 9am."}, '
+        '{"turn": 3, "text": "The assistant recommended the Harbourside Bakery, which opens at '
+        '7am, for breakfast before Leo\'s match."}]}',
     ),
     (
         [
@@ -198,13 +179,13 @@ _SHOTS: tuple[tuple[list[tuple[str, str]], str], ...] = (
                    "runs our team now. And I've stopped drinking coffee, only tea for me."),
             (ASSISTANT, "Noted, tea it is from now on."),
         ],
-        answer_of([
-            (3, "The assistant booked a table for two at Trullo on Upper Street for Friday "
-                "at 8pm."),
-            (4, "The user's manager Dan moved to the Berlin office last week."),
-            (4, "Priti runs the user's team now."),
-            (4, "The user no longer drinks coffee and only drinks tea."),
-        ]),
+        '{"facts": ['
+        '{"turn": 3, "text": "The assistant booked a table for two at Trullo on Upper Street '
+        'for Friday at 8pm."}, '
+        '{"turn": 4, "text": "The user\'s manager Dan moved to the Berlin office last '
+        'week."}, '
+        '{"turn": 4, "text": "Priti runs the user\'s team now."}, '
+        '{"turn": 4, "text": "The user no longer drinks coffee and only drinks tea."}]}',
     ),
     (
         [
@@ -212,7 +193,7 @@ _SHOTS: tuple[tuple[list[tuple[str, str]], str], ...] = (
             (ASSISTANT, "Hi! What can I do for you today?"),
             (USER, "just saying hi :)"),
         ],
-        answer_of([]),
+        '{"facts": []}',
     ),
 )  # fmt: skip
 
@@ -449,7 +430,7 @@ def _same(a: set[str], b: set[str]) -> bool:
 def _candidate(
     fact: dict[str, Any], turns: Sequence[Turn], clock: datetime
 ) -> ExtractedCandidate | None:
-    text = _by_the_user_s_name(as_sentence(str(fact.get("text", ""))), turns)
+    text = as_sentence(str(fact.get("text", "")))
     if not text or text.endswith("?") or _CHITCHAT.search(text) or _VAGUE.search(text):
         return None
     if _HE_OR_SHE.search(text) and not _SOMEONE.search(text):
@@ -603,27 +584,6 @@ def _named_by_the_user(text: str, turns: Sequence[Turn]) -> bool:
         re.IGNORECASE,
     )
     return any(introduced.search(t.visible) for t in turns if t.role == USER)
-
-
-# How a user introduces themselves: "I'm Priya", "my name is Priya", "call me Sol".
-_INTRODUCED = re.compile(
-    r"(?i:\b(?:i'm|i am|my name is|my name's|call me)\s+)(?P<name>[A-Z][a-z][\w'-]*)"
-)
-
-
-def _by_the_user_s_name(text: str, turns: Sequence[Turn]) -> str:
-    """A fact calling the user by the name they introduced themselves by ("Priya works
-    as a nurse", "... ask Priya before booking") says "the user", as the examples do; the
-    fact naming them keeps the name ("The user's name is Priya")."""
-    names = {m["name"] for t in turns if t.role == USER for m in _INTRODUCED.finditer(t.visible)}
-    for name in names:
-        word = re.escape(name)
-        text = re.sub(rf"^{word}(?='s name\b| is called\b| goes by\b)", "The user", text)
-        if _USERS_NAME.match(text):
-            continue
-        text = re.sub(rf"^{word}\b", "The user", text)
-        text = re.sub(rf"(?<![Nn]ame is )(?<!called )\b{word}\b", "the user", text)
-    return text
 
 
 # A fact's leading capitalised word and the rest: "John now works at ...", "John's ...".

@@ -5,13 +5,12 @@
   *prefix*, decoded once per process; its KV state is kept per distinct prefix and
   restored when calls alternate between prompts (extraction, reconciliation), so a
   call decodes only its own suffix.
-- Greedy decoding constrained by a GBNF grammar, given as is or made from a JSON
-  schema whose whitespace rule allows at most one blank (small models otherwise pad
-  with spaces).
+- Greedy decoding constrained by a GBNF grammar made from a JSON schema, whose
+  whitespace rule allows at most one blank (small models otherwise pad with spaces).
 - `should_stop` is asked between decode batches and between tokens: a call stops
   there, within about a second, and reports what it had used (`Stopped`).
 - `finish`, when given, sees the answer so far each time a token closes a JSON object
-  or array or ends a line; returning a text ends the generation with that text as the answer (the
+  or array; returning a text ends the generation with that text as the answer (the
   caller's way out of a small model's loops, e.g. the same fact again and again).
 - Threads: the prompt is decoded on every usable core; tokens are generated on every
   usable core too unless the machine is busier than that (1-minute load average above
@@ -84,8 +83,6 @@ class ContextFull(Exception):
 
 Shots = Sequence[tuple[str, str]]
 Finish = Callable[[str], str | None]  # the answer so far -> the final answer, or go on
-Grammar = dict[str, Any] | str  # a JSON schema, or a GBNF grammar used as it is
-FINISH_MARKS = "}]\n"  # a token holding one of these is when `finish` is asked
 
 
 class Runner(Protocol):
@@ -96,7 +93,7 @@ class Runner(Protocol):
         system: str,
         shots: Shots,
         user: str,
-        grammar: Grammar,
+        schema: dict[str, Any],
         max_tokens: int,
         should_stop: Callable[[], bool],
         finish: Finish | None = None,
@@ -188,14 +185,14 @@ class LlamaRunner:
         system: str,
         shots: Shots,
         user: str,
-        grammar: Grammar,
+        schema: dict[str, Any],
         max_tokens: int,
         should_stop: Callable[[], bool],
         finish: Finish | None = None,
     ) -> Generation:
         self.load()
         prefix, suffix = chatml(system, shots, user)
-        gbnf = self._grammar(grammar)
+        grammar = self._grammar(schema)
         started = time.perf_counter()
         prefix_tokens = self._use_prefix(prefix, should_stop)
         tokens = prefix_tokens + self._tokenize(suffix)
@@ -210,7 +207,7 @@ class LlamaRunner:
         threads = self.generation_threads()
         self._ctx.set_n_threads(threads, self.n_threads)
         try:
-            generation = self._sample(gbnf, len(tokens), max_tokens, should_stop, finish)
+            generation = self._sample(grammar, len(tokens), max_tokens, should_stop, finish)
         finally:
             self._ctx.set_n_threads(self.n_threads, self.n_threads)
         timing = Timing(
@@ -229,9 +226,7 @@ class LlamaRunner:
         """Every thread, or one when the machine is busier than its cores (see above)."""
         return 1 if self._load_average() > self.n_threads + 0.5 else self.n_threads
 
-    def _grammar(self, schema: Grammar) -> str:
-        if isinstance(schema, str):
-            return schema
+    def _grammar(self, schema: dict[str, Any]) -> str:
         key = json.dumps(schema, sort_keys=True)
         if key not in self._grammars:
             self._grammars[key] = schema_to_gbnf(schema)
@@ -307,7 +302,7 @@ class LlamaRunner:
             out.append(token)
             self._ctx.decode(llama.llama_batch_get_one([token], len(self._cached)))
             self._cached.append(token)
-            if finish is not None and any(c in self._text([token]) for c in FINISH_MARKS):
+            if finish is not None and any(c in self._text([token]) for c in "}]"):
                 final = finish(self._text(out))
                 if final is not None:
                     return Generation(final, prompt_tokens, len(out), True)
