@@ -32,7 +32,14 @@ from pathlib import Path
 from typing import Any
 
 from _common import machine_line, percentile, table
-from formation_quality_cases import CASES_DIR, COVERAGE_TAGS, Case, CaseError, load_cases
+from formation_quality_cases import (
+    CASES_DIR,
+    COVERAGE_TAGS,
+    SPLITS,
+    Case,
+    CaseError,
+    load_cases,
+)
 from formation_quality_score import (
     CaseScore,
     Observed,
@@ -83,7 +90,7 @@ def _parse_args() -> argparse.Namespace:
         "--embedder", default="minilm", help="JENNAH_EMBEDDER: minilm (default) or hashing"
     )
     parser.add_argument("--cases", default="*", help="a glob over case file names (default *)")
-    parser.add_argument("--split", choices=["tune", "holdout", "all"], default="all")
+    parser.add_argument("--split", choices=[*SPLITS, "all"], default="all")
     parser.add_argument("--cases-dir", type=Path, default=CASES_DIR, help=argparse.SUPPRESS)
     parser.add_argument("-o", "--output", choices=["text", "json"], default="text")
     parser.add_argument("-v", "--verbose", action="store_true", help="also list each case's misses")
@@ -298,7 +305,7 @@ def _progress(case: Case, index: int, count: int, observed: Observed) -> None:
 
 def _report(args: argparse.Namespace, scores: Sequence[CaseScore]) -> dict[str, Any]:
     all_totals = totals(scores)
-    splits = {s: totals([x for x in scores if x.split == s]) for s in ("tune", "holdout")}
+    splits = {s: totals([x for x in scores if x.split == s]) for s in SPLITS}
     tags = sorted({t for s in scores for t in s.tags}, key=_tag_order)
     return {
         "model": args.model,

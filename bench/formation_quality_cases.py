@@ -34,7 +34,7 @@ from pydantic import (
 from jennah.domain.formation import detect_structures
 
 CASES_DIR = Path(__file__).resolve().parent / "formation_quality"
-SPLITS = ("tune", "holdout")
+SPLITS = ("tune", "holdout", "holdout2")
 ROLES = {
     "user": "TURN_ROLE_USER",
     "assistant": "TURN_ROLE_ASSISTANT",
@@ -213,7 +213,7 @@ class StructureExpectation(_Strict):
 
 class Case(_Strict):
     id: str
-    split: Literal["tune", "holdout"]
+    split: Literal["tune", "holdout", "holdout2"]
     tags: list[str] = Field(min_length=1)
     description: str = Field(min_length=1)
     observed_at: datetime = Field(alias="observedAt")

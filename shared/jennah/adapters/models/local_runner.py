@@ -25,13 +25,37 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
 DECODE_CHUNK = 64  # prompt tokens decoded between two `should_stop` checks
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Timing:
+    """Where one generation's time went: making the KV cache hold the prefix (kept,
+    restored or decoded), decoding the prompt's tokens after it, generating the answer."""
+
+    prefix_seconds: float
+    suffix_tokens: int  # prompt tokens decoded (after the cached prefix)
+    suffix_seconds: float
+    generated_tokens: int
+    generation_seconds: float
+    generation_threads: int
+
+    def summary(self) -> str:
+        return (
+            f"prefix {self.prefix_seconds:.2f} s, suffix {self.suffix_tokens} tokens in "
+            f"{self.suffix_seconds:.2f} s, generated {self.generated_tokens} tokens in "
+            f"{self.generation_seconds:.2f} s on {self.generation_threads} thread(s)"
+        )
 
 
 @dataclass(frozen=True)
@@ -124,6 +148,7 @@ class LlamaRunner:
         self._cached: list[int] = []  # the tokens whose KV sequence 0 holds, in order
         self._prefixes: dict[str, tuple[list[int], bytes]] = {}
         self._grammars: dict[str, str] = {}
+        self.timings: list[Timing] = []  # one per finished generation (the caller may clear it)
 
     def load(self) -> None:
         """Load the weights and make the context (once)."""
@@ -168,6 +193,7 @@ class LlamaRunner:
         self.load()
         prefix, suffix = chatml(system, shots, user)
         grammar = self._grammar(schema)
+        started = time.perf_counter()
         prefix_tokens = self._use_prefix(prefix, should_stop)
         tokens = prefix_tokens + self._tokenize(suffix)
         if len(tokens) + max_tokens > self.n_ctx:
@@ -175,12 +201,26 @@ class LlamaRunner:
                 f"a prompt of {len(tokens)} tokens and an answer of up to {max_tokens} do not "
                 f"fit the local model's context of {self.n_ctx} tokens"
             )
-        self._decode_prompt(tokens, should_stop)
-        self._ctx.set_n_threads(self.generation_threads(), self.n_threads)
+        prefixed = time.perf_counter()
+        decoded = self._decode_prompt(tokens, should_stop)
+        prompted = time.perf_counter()
+        threads = self.generation_threads()
+        self._ctx.set_n_threads(threads, self.n_threads)
         try:
-            return self._sample(grammar, len(tokens), max_tokens, should_stop, finish)
+            generation = self._sample(grammar, len(tokens), max_tokens, should_stop, finish)
         finally:
             self._ctx.set_n_threads(self.n_threads, self.n_threads)
+        timing = Timing(
+            prefixed - started,
+            decoded,
+            prompted - prefixed,
+            generation.generated_tokens,
+            time.perf_counter() - prompted,
+            threads,
+        )
+        self.timings.append(timing)
+        log.debug("local model generation: %s", timing.summary())
+        return generation
 
     def generation_threads(self) -> int:
         """Every thread, or one when the machine is busier than its cores (see above)."""
@@ -226,9 +266,10 @@ class LlamaRunner:
         self._prefixes[key] = (tokens, self._ctx.get_state_seq_data(0))
         return tokens
 
-    def _decode_prompt(self, tokens: list[int], should_stop: Callable[[], bool]) -> None:
+    def _decode_prompt(self, tokens: list[int], should_stop: Callable[[], bool]) -> int:
         """Keep the longest cached run the prompt starts with (at least one token is
-        decoded: sampling needs the logits of the prompt's last token), decode the rest."""
+        decoded: sampling needs the logits of the prompt's last token), decode the rest;
+        how many were decoded."""
         keep = 0
         for cached, token in zip(self._cached, tokens[:-1], strict=False):
             if cached != token:
@@ -237,6 +278,7 @@ class LlamaRunner:
         self._ctx.memory_seq_rm(0, keep, -1)
         del self._cached[keep:]
         self._decode(tokens[keep:], should_stop, len(tokens))
+        return len(tokens) - keep
 
     def _sample(
         self,
