@@ -18,13 +18,14 @@ import os
 import statistics
 import time
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from jennah.adapters.models import local_extraction, local_reconciliation
 from jennah.adapters.models.local import LocalModel
 from jennah.adapters.models.local_runner import LlamaRunner, Timing
 from jennah.adapters.models.local_weights import ensure_gguf
-from jennah.domain.formation import detect_structures
+from jennah.domain.formation import Turn, TurnRole, detect_structures
 from jennah.ports.prompts import (
     EXTRACT_INSTRUCTIONS,
     EXTRACTION_SCHEMA,
@@ -34,6 +35,7 @@ from jennah.ports.prompts import (
     build_prompt,
     parse_answer,
 )
+from jennah.services.formation.extraction import extraction_data
 from jennah.settings import Settings
 
 PRIYA = [
@@ -51,17 +53,11 @@ CLOCK = "2026-11-30T18:00:00+00:00"
 
 
 def extract_prompt(turns: list[tuple[str, str]]) -> str:
-    data = {
-        "task": "extract",
-        "clock": CLOCK,
-        "turns": [{"index": i, "role": r, "content": c} for i, (r, c) in enumerate(turns)],
-        "structures": [
-            {"turnIndex": i, "kind": s.kind.value, "text": s.text}
-            for i, (_, content) in enumerate(turns)
-            for s in detect_structures(content)
-        ],
-        "vocabulary": {"entityClasses": [], "relationTypes": []},
-    }
+    """The prompt the formation service builds for these (role, content) turns."""
+    roles = {"user": TurnRole.USER, "assistant": TurnRole.ASSISTANT}
+    spoken = [Turn(role=roles[role], content=content) for role, content in turns]
+    structures = [detect_structures(turn.content) for turn in spoken]
+    data = extraction_data(spoken, datetime.fromisoformat(CLOCK), structures, None)
     return build_prompt(EXTRACT_INSTRUCTIONS, data)
 
 
