@@ -47,9 +47,13 @@ from jennah.domain.billing import (
     check_billing,
 )
 from jennah.domain.models import (
+    HIDDEN_STATUSES,
+    BriefVariant,
+    ChangeLogEntry,
     CommitPlan,
     CommitResult,
     Direction,
+    Evidence,
     ExecutionLogStep,
     FormationKeyRecord,
     GraphEdge,
@@ -60,6 +64,7 @@ from jennah.domain.models import (
     ScopeRef,
     ScoredRecord,
     Status,
+    StoredBrief,
 )
 from jennah.domain.operations import (
     Claim,
@@ -112,10 +117,16 @@ class _Tables:
     steps: dict[tuple[ScopeRef, str], ExecutionLogStep] = field(default_factory=dict)
     keys: dict[tuple[ScopeRef, str], FormationKeyRecord] = field(default_factory=dict)
     scopes: dict[ScopeRef, ScopeRecord] = field(default_factory=dict)
+    evidence: dict[tuple[ScopeRef, str], Evidence] = field(default_factory=dict)  # (scope, id|ref)
+    briefs: dict[tuple[ScopeRef, str], StoredBrief] = field(default_factory=dict)
+    change_log: dict[tuple[ScopeRef, str], ChangeLogEntry] = field(default_factory=dict)
 
     def scoped(self) -> list[dict[Any, Any]]:
         """The tables whose keys start with the scope."""
-        return [self.chunks, self.nodes, self.edges, self.steps, self.keys]
+        return [
+            self.chunks, self.nodes, self.edges, self.steps, self.keys,
+            self.evidence, self.briefs, self.change_log,
+        ]  # fmt: skip
 
 
 class FakeStore:
@@ -152,6 +163,8 @@ class FakeStore:
             self._write(staged, plan, stamp)
             chunk_closed = self._supersede(staged.chunks, plan.scope, plan.chunk_supersessions)
             edge_closed = self._supersede(staged.edges, plan.scope, plan.edge_supersessions)
+            updated = self._update_claims(staged, plan, stamp)
+            self._write_claim_rows(staged, plan, stamp)
             if record is not None:
                 committed = record.model_copy(update={"committed_at": stamp})
                 staged.keys[(plan.scope, record.formation_key)] = committed
@@ -164,7 +177,49 @@ class FakeStore:
             edges_written=len(plan.edges),
             chunk_supersessions=chunk_closed,
             edge_supersessions=edge_closed,
+            claims_updated=updated,
         )
+
+    @staticmethod
+    def _update_claims(staged: _Tables, plan: CommitPlan, stamp: datetime) -> int:
+        for change in plan.claim_updates:
+            row = staged.chunks.get((plan.scope, change.memory_id))
+            if row is None:
+                raise NotFound(
+                    f"{change.memory_id} does not exist in this scope",
+                    metadata={"id": change.memory_id},
+                )
+            if row.revision != change.expected_revision:
+                raise Aborted(
+                    f"{change.memory_id} changed under this writer: revision {row.revision}, "
+                    f"expected {change.expected_revision}",
+                    reason=rules.REVISION_CHANGED,
+                )
+            update: dict[str, Any] = {
+                k: v
+                for k, v in change.model_dump(
+                    exclude={"memory_id", "expected_revision", "invalid_at"}
+                ).items()
+                if v is not None
+            }
+            if change.invalid_at is not None and row.invalid_at is None:
+                update["invalid_at"] = change.invalid_at
+            update.update(revision=row.revision + 1, updated_at=stamp)
+            staged.chunks[(plan.scope, change.memory_id)] = row.model_copy(update=update)
+        return len(plan.claim_updates)
+
+    @staticmethod
+    def _write_claim_rows(staged: _Tables, plan: CommitPlan, stamp: datetime) -> None:
+        scope = plan.scope
+        for line in plan.evidence:
+            staged.evidence.setdefault((scope, f"{line.memory_id}|{line.ref}"), line)
+        for brief in plan.briefs:
+            compiled = brief.model_copy(update={"compiled_at": stamp})
+            staged.briefs[(scope, brief.variant.value)] = compiled
+        for entry in plan.change_log:
+            logged = entry.model_copy(update={"recorded_at": entry.recorded_at or stamp})
+            key = f"{logged.recorded_at.isoformat()}|{logged.memory_id}|{logged.change}"
+            staged.change_log[(scope, key)] = logged
 
     def _commit_timestamp(self) -> datetime:
         stamp = max(datetime.now(UTC), self._last_commit + timedelta(microseconds=1))
@@ -224,6 +279,7 @@ class FakeStore:
                 }
                 if isinstance(row, MemoryRecord):
                     update["status"] = Status.SUPERSEDED
+                    update["revision"] = row.revision + 1
                 table[(scope, supersession.target_id)] = row.model_copy(update=update)
                 applied += 1
         return applied
@@ -243,7 +299,9 @@ class FakeStore:
                 record=r, score=sum(a * b for a, b in zip(vector, r.embedding or [], strict=False))
             )
             for r in self._chunks(scope)
-            if _valid(r, as_of) and all(rules.matches_filter(r.metadata, f) for f in filters)
+            if _valid(r, as_of)
+            and r.status not in HIDDEN_STATUSES
+            and all(rules.matches_filter(r.metadata, f) for f in filters)
         ]
         scored.sort(key=lambda s: (-s.score, s.record.id))
         return scored[:top_k]
@@ -263,8 +321,10 @@ class FakeStore:
         terms = {g for w in words for g in retrieval.trigrams(w)} if fuzzy else set(words)
         scored = []
         for r in self._chunks(scope):
-            if not _valid(r, as_of) or not all(
-                rules.matches_filter(r.metadata, f) for f in filters
+            if (
+                not _valid(r, as_of)
+                or r.status in HIDDEN_STATUSES
+                or not all(rules.matches_filter(r.metadata, f) for f in filters)
             ):
                 continue
             text = r.text.lower()
@@ -280,8 +340,59 @@ class FakeStore:
     def list_chunks(
         self, scope: ScopeRef, as_of: datetime | None, limit: int, offset: int
     ) -> list[MemoryRecord]:
-        rows = [r for r in self._chunks(scope) if as_of is None or _valid(r, as_of)]
+        rows = [
+            r
+            for r in self._chunks(scope)
+            if as_of is None or (_valid(r, as_of) and r.status not in HIDDEN_STATUSES)
+        ]
         return rows[offset : offset + limit]
+
+    def list_claims(
+        self,
+        scope: ScopeRef,
+        statuses: Sequence[Status] | None,
+        after: str | None,
+        limit: int,
+    ) -> list[MemoryRecord]:
+        rows = [
+            r.model_copy(update={"embedding": None})
+            for r in self._chunks(scope)
+            if (statuses is None or r.status in statuses) and (after is None or r.id > after)
+        ]
+        return rows[:limit]
+
+    def list_evidence(self, scope: ScopeRef, memory_ids: Sequence[str]) -> list[Evidence]:
+        wanted = set(memory_ids)
+        lines = [e for (s, _), e in self._tables.evidence.items() if s == scope]
+        return sorted(
+            (e for e in lines if e.memory_id in wanted),
+            key=lambda e: (e.memory_id, e.recorded_at, e.ref),
+        )
+
+    def get_brief(self, scope: ScopeRef, variant: BriefVariant) -> StoredBrief | None:
+        return self._tables.briefs.get((scope, variant.value))
+
+    def list_change_log(self, scope: ScopeRef, limit: int, offset: int = 0) -> list[ChangeLogEntry]:
+        lines = [e for (s, _), e in self._tables.change_log.items() if s == scope]
+        lines.sort(key=lambda e: (e.memory_id, e.change))
+        lines.sort(key=lambda e: e.recorded_at or datetime.min.replace(tzinfo=UTC), reverse=True)
+        return lines[offset : offset + limit]
+
+    def set_time_zone(self, scope: ScopeRef, time_zone: str) -> ScopeRecord:
+        with self._lock:
+            record = self._tables.scopes.get(scope)
+            if record is None:
+                raise NotFound(f"scope {scope.scope_id} does not exist")
+            updated = record.model_copy(update={"time_zone": time_zone})
+            self._tables.scopes[scope] = updated
+            return updated
+
+    def walk_scopes(self, after: ScopeRef | None, limit: int) -> list[ScopeRecord]:
+        def position(ref: ScopeRef) -> tuple[str, str]:
+            return (ref.enterprise_id, ref.scope_id)
+
+        ordered = sorted(self._tables.scopes.values(), key=lambda r: position(r.scope))
+        return [r for r in ordered if after is None or position(r.scope) > position(after)][:limit]
 
     def find_nodes(
         self, scope: ScopeRef, filters: Sequence[MetadataFilter], limit: int

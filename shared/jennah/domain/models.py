@@ -103,12 +103,28 @@ class MemoryRecord(BaseModel):
     durability: Durability = Durability.DURABLE
     reinforcement_count: int = 0
     last_reinforced_at: datetime | None = None
+    # claim links (OKF): entity node ids the claim concerns, and related claims' ids
+    applies_to: list[str] = Field(default_factory=list)
+    related: list[str] = Field(default_factory=list)
+    needs_enrichment: bool = False
+    # front-matter keys this service does not know, kept verbatim (each value is the
+    # key's YAML value as JSON text) so an export -> import round trip loses nothing
+    extensions: dict[str, str] = Field(default_factory=dict)
     # retrieval: unit-length embedding of subject + summary + when-to-use text
     embedding: list[float] | None = None
 
 
+# Statuses a default query, inspect listing and the brief leave out. `expired` and
+# `superseded` claims also have a closed validity window, so an as-of query for a
+# time they were valid still finds them; dormant and retracted ones are out of every
+# default read (their rows stay: history is never destroyed).
+HIDDEN_STATUSES = frozenset({Status.DORMANT, Status.RETRACTED})
+
+
 class Evidence(BaseModel):
-    """One line of a memory's evidence ledger."""
+    """One line of a memory's evidence ledger: `ref` is `conv://{scope}/{stepId}#turn=a-b`.
+
+    Lines are append-only: reinforcement adds one; (memory_id, ref) is unique."""
 
     memory_id: str
     ref: str
@@ -190,6 +206,60 @@ class ScopeRecord(BaseModel):
     kind: str  # jennah.domain.access.ScopeKind value: "agent" or "subject"
     created_at: datetime | None = None
     created_by: str = ""
+    # IANA zone the scope's own calendar is judged in (expiry at local midnight)
+    time_zone: str = "UTC"
+
+
+class ClaimUpdate(BaseModel):
+    """A change of one claim's state, applied only while its stored `revision` is
+    `expected_revision` (then revision + 1 and `updated_at` = the commit time).
+
+    Never changes a claim's words. A field left None is left as it is. When the
+    stored revision differs (another writer got there first) or the claim does
+    not exist, the WHOLE plan fails with Aborted / NotFound and nothing is written.
+    """
+
+    memory_id: str
+    expected_revision: int
+    status: Status | None = None
+    durability: Durability | None = None
+    reinforcement_count: int | None = None
+    last_reinforced_at: datetime | None = None
+    # close the validity window (an expiry); only an open window is closed
+    invalid_at: datetime | None = None
+    superseded_by: str | None = None
+    related: list[str] | None = None
+
+
+class BriefVariant(StrEnum):
+    FULL = "full"
+    SHARED = "shared"  # without the Last conversation section
+
+
+class StoredBrief(BaseModel):
+    """A compiled brief, replaced whole by each compile (one row per scope and variant).
+
+    `expiries` maps the memory id of every line whose claim has a validUntil to that
+    instant, so a line is filtered when the brief is served after it passed.
+    """
+
+    variant: BriefVariant
+    text: str
+    token_count: int
+    expiries: dict[str, datetime] = Field(default_factory=dict)
+    compiled_at: datetime | None = None
+
+
+class ChangeLogEntry(BaseModel):
+    """One line of a scope's dated change log: what a lifecycle pass (or a reconciliation)
+    did to one claim. `day` is the scope's local calendar date (YYYY-MM-DD)."""
+
+    memory_id: str
+    day: str
+    change: str  # expired | promoted | decayed | reinforced | contradicted | ...
+    from_value: str = ""
+    to_value: str = ""
+    recorded_at: datetime | None = None
 
 
 class CommitPlan(BaseModel):
@@ -203,6 +273,12 @@ class CommitPlan(BaseModel):
     `registration` registers the scope in the same transaction when it is not
     registered yet (a scope comes into being on its first write); an
     existing registration is left as it is.
+
+    `claim_updates` change claims' state under revision checks (see ClaimUpdate);
+    `evidence` lines are inserted when their (memory, ref) is new and otherwise
+    left as they are; `briefs` replace the stored brief of their variant;
+    `change_log` lines are appended. A chunk supersession also sets the closed
+    chunk's status to superseded and increments its revision.
     """
 
     scope: ScopeRef
@@ -213,6 +289,9 @@ class CommitPlan(BaseModel):
     chunk_supersessions: list[Supersession] = Field(default_factory=list)
     edge_supersessions: list[Supersession] = Field(default_factory=list)
     evidence: list[Evidence] = Field(default_factory=list)
+    claim_updates: list[ClaimUpdate] = Field(default_factory=list)
+    briefs: list[StoredBrief] = Field(default_factory=list)
+    change_log: list[ChangeLogEntry] = Field(default_factory=list)
     links: list[MemoryLink] = Field(default_factory=list)
     steps: list[ExecutionLogStep] = Field(default_factory=list)
     formation_key: FormationKeyRecord | None = None
@@ -225,6 +304,7 @@ class CommitResult(BaseModel):
     edges_written: int = 0
     chunk_supersessions: int = 0
     edge_supersessions: int = 0
+    claims_updated: int = 0
     chunk_ids: list[str] = Field(default_factory=list)
     edge_ids: list[str] = Field(default_factory=list)
 

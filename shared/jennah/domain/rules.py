@@ -35,6 +35,11 @@ NODE_FILTER_KEYS = ("NodeId", "Label", "NodeType")  # what graph.start filters o
 # One memory:commit writes at most this many chunks, nodes, edges and supersessions each.
 MAX_COMMIT_ITEMS = 500
 
+# The ErrorInfo reason (with Aborted, 409) when a claim update names a revision that is
+# no longer the claim's: another writer (formation, the lifecycle pass, an edit or an
+# import) changed it first. The writer re-reads and retries, or fails; never overwrites.
+REVISION_CHANGED = "REVISION_CHANGED"
+
 
 def _digest(*parts: str) -> str:
     return hashlib.sha256("\x1f".join(parts).encode("utf-8")).hexdigest()[:32]

@@ -13,9 +13,12 @@ from datetime import datetime
 from typing import Protocol
 
 from jennah.domain.models import (
+    BriefVariant,
+    ChangeLogEntry,
     CommitPlan,
     CommitResult,
     Direction,
+    Evidence,
     ExecutionLogStep,
     FormationKeyRecord,
     GraphEdge,
@@ -25,6 +28,8 @@ from jennah.domain.models import (
     ScopeRecord,
     ScopeRef,
     ScoredRecord,
+    Status,
+    StoredBrief,
 )
 
 
@@ -48,7 +53,8 @@ class MemoryStore(Protocol):
         as_of: datetime,
     ) -> list[ScoredRecord]:
         """Nearest chunks by cosine similarity among those valid at `as_of` that
-        match every filter; best first, ties broken by id ascending."""
+        match every filter and whose status is not hidden (domain HIDDEN_STATUSES);
+        best first, ties broken by id ascending."""
         ...
 
     def search_words(
@@ -61,7 +67,8 @@ class MemoryStore(Protocol):
         *,
         fuzzy: bool = False,
     ) -> list[ScoredRecord]:
-        """At most `limit` chunks valid at `as_of` that match every filter and whose text
+        """At most `limit` chunks valid at `as_of`, not hidden (HIDDEN_STATUSES), that match
+        every filter and whose text
         holds at least one of `words` (lowercase letters and digits, from
         `retrieval.query_words`), best first by the store's word relevance (more of the
         words, rarer words, shorter texts), ties broken by id; the score is that relevance.
@@ -73,6 +80,42 @@ class MemoryStore(Protocol):
         """
         ...
 
+    def list_claims(
+        self,
+        scope: ScopeRef,
+        statuses: Sequence[Status] | None,
+        after: str | None,
+        limit: int,
+    ) -> list[MemoryRecord]:
+        """The scope's claims whose status is one of `statuses` (all when None), whatever
+        their validity, ordered by id: only ids after `after` when given, at most `limit`.
+        Embeddings are left out (None): the lifecycle pass and the brief read many claims."""
+        ...
+
+    def list_evidence(self, scope: ScopeRef, memory_ids: Sequence[str]) -> list[Evidence]:
+        """The evidence lines of the named claims, ordered by memory id, recorded_at, ref."""
+        ...
+
+    def get_brief(self, scope: ScopeRef, variant: BriefVariant) -> StoredBrief | None:
+        """The brief last compiled for the scope in that variant, or None."""
+        ...
+
+    def list_change_log(self, scope: ScopeRef, limit: int, offset: int = 0) -> list[ChangeLogEntry]:
+        """The scope's change-log lines, newest first (recorded_at descending, then memory
+        id, change), a page of at most `limit` after skipping `offset`."""
+        ...
+
+    def set_time_zone(self, scope: ScopeRef, time_zone: str) -> ScopeRecord:
+        """Set a registered scope's IANA time zone (validated by the caller) and answer
+        the registration; NotFound when the scope is not registered."""
+        ...
+
+    def walk_scopes(self, after: ScopeRef | None, limit: int) -> list[ScopeRecord]:
+        """Every registered scope of EVERY enterprise ordered by (enterprise id, scope
+        id), only those after `after` when given, at most `limit`: the nightly lifecycle
+        pass's cursor. Only the private lifecycle function calls it."""
+        ...
+
     def get_chunks(self, scope: ScopeRef, ids: Sequence[str]) -> list[MemoryRecord]:
         """The named chunks that exist (any validity), in id order."""
         ...
@@ -80,7 +123,8 @@ class MemoryStore(Protocol):
     def list_chunks(
         self, scope: ScopeRef, as_of: datetime | None, limit: int, offset: int
     ) -> list[MemoryRecord]:
-        """Chunks valid at `as_of` (every row when None), ordered by id."""
+        """Chunks valid at `as_of` and not hidden (HIDDEN_STATUSES) (every row, whatever
+        its status, when `as_of` is None), ordered by id."""
         ...
 
     def find_nodes(
