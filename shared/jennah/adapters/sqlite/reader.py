@@ -350,6 +350,19 @@ def walk_scopes(conn: Connection, after: ScopeRef | None, limit: int) -> list[Sc
     return [codec.scope_record_from_row(row) for row in rows]
 
 
+def get_claims(conn: Connection, scope: ScopeRef, ids: Sequence[str]) -> list[MemoryRecord]:
+    """The named records without their embeddings, in id order."""
+    records: list[MemoryRecord] = []
+    for batch in _batches(ids):
+        rows = conn.execute(
+            f"SELECT {codec.RECORD_COLUMNS_WITHOUT_EMBEDDING} FROM memory_records "
+            f"WHERE {_IN_SCOPE} AND id IN ({_marks(len(batch))})",
+            (*_scope(scope), *batch),
+        )
+        records.extend(codec.record_from_row(row) for row in rows)
+    return sorted(records, key=lambda record: record.id)
+
+
 def list_claims(
     conn: Connection,
     scope: ScopeRef,

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from jennah.adapters.sqlite import codec, reader, writer
+from jennah.adapters.sqlite.claim_cache import ClaimCache, ScopeClaims
 from jennah.adapters.sqlite.connection import (
     ConnectionPool,
     IntegrityError,
@@ -59,6 +60,9 @@ if TYPE_CHECKING:
 # Rows of all scopes' in-memory indexes together (~1.5 KB each). A scope larger
 # than this is searched with an exact sqlite-vec scan in SQL instead.
 DEFAULT_INDEX_BUDGET_ROWS = 500_000
+# Claims (records without embeddings, ~2-3 KB each in memory) of all scopes' claim
+# caches together; a larger scope's list_claims reads the table.
+DEFAULT_CLAIM_CACHE_ROWS = 50_000
 
 
 def _utc_now() -> datetime:
@@ -78,6 +82,7 @@ class SqliteStore:
         *,
         clock: Callable[[], datetime] = _utc_now,
         index_budget_rows: int = DEFAULT_INDEX_BUDGET_ROWS,
+        claim_cache_rows: int = DEFAULT_CLAIM_CACHE_ROWS,
     ) -> None:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -88,6 +93,8 @@ class SqliteStore:
         self._write_lock = threading.Lock()
         self._index_lock = threading.Lock()
         self._indexes = IndexCache(index_budget_rows)
+        self._claims_lock = threading.Lock()
+        self._claims = ClaimCache(claim_cache_rows)
 
     def close(self) -> None:
         with self._write_lock:
@@ -103,15 +110,19 @@ class SqliteStore:
             before, _ = reader.scope_generation(conn, plan.scope)
             result = writer.write_plan(conn, plan, self._commit_micros(conn))
             after, _ = reader.scope_generation(conn, plan.scope)
+            touched = [c.id for c in plan.chunks]
+            touched += [c.target_id for c in plan.chunk_supersessions]
+            touched += [u.memory_id for u in plan.claim_updates]  # status, window
             entries: list[IndexEntry] | None = None  # None: not read back, drop the index
             if after != before and self._index_is_at(plan.scope, before):
-                touched = [c.id for c in plan.chunks]
-                touched += [c.target_id for c in plan.chunk_supersessions]
-                touched += [u.memory_id for u in plan.claim_updates]  # status, window
                 entries = reader.index_entries(conn, plan.scope, touched)
-            with self._index_lock:
+            claims: list[MemoryRecord] | None = None  # the same for the claim cache
+            if after != before and self._claims_are_at(plan.scope, before):
+                claims = reader.get_claims(conn, plan.scope, touched)
+            with self._index_lock, self._claims_lock:
                 conn.execute("COMMIT")
                 self._indexes.after_commit(plan.scope, before, after, entries)
+                self._claims.after_commit(plan.scope, before, after, claims)
         return result
 
     def destroy_scope(self, scope: ScopeRef) -> int:
@@ -119,9 +130,10 @@ class SqliteStore:
         returns the rows erased. The scope's in-process vector index goes with it."""
         with self._write_lock, self._transaction() as conn:
             erased = writer.destroy_scope(conn, scope)
-            with self._index_lock:
+            with self._index_lock, self._claims_lock:
                 conn.execute("COMMIT")
                 self._indexes.drop(scope)
+                self._claims.drop(scope)
         return erased
 
     @contextmanager
@@ -170,6 +182,10 @@ class SqliteStore:
             (now,),
         )
         return now
+
+    def _claims_are_at(self, scope: ScopeRef, generation: int) -> bool:
+        with self._claims_lock:
+            return self._claims.is_at(scope, generation)
 
     def _index_is_at(self, scope: ScopeRef, generation: int) -> bool:
         with self._index_lock:
@@ -351,9 +367,23 @@ class SqliteStore:
         limit: int,
     ) -> list[MemoryRecord]:
         """The scope's claims of those statuses (all when None), any validity, by id;
-        after `after`, at most `limit`; embeddings left out."""
-        with self._pool.connection() as conn:
-            return reader.list_claims(conn, scope, statuses, after, limit)
+        after `after`, at most `limit`; embeddings left out. Answered from the claim
+        cache (see `claim_cache.py`) unless the scope holds more than its budget."""
+        with self._pool.connection() as conn, self._claims_lock:
+            conn.execute("BEGIN")  # the generation and the rows, as of one moment
+            try:
+                generation, count = reader.scope_generation(conn, scope)
+                if count > self._claims.budget_rows:
+                    return reader.list_claims(conn, scope, statuses, after, limit)
+                cached = self._claims.current(scope, generation)
+                if cached is None:
+                    cached = ScopeClaims(
+                        generation, reader.list_claims(conn, scope, None, None, -1)
+                    )
+                    self._claims.put(scope, cached)
+            finally:
+                conn.execute("COMMIT")
+            return cached.select(statuses, after, limit)
 
     def list_evidence(self, scope: ScopeRef, memory_ids: Sequence[str]) -> list[Evidence]:
         """The named claims' evidence lines by memory id, recorded_at, ref."""
