@@ -11,6 +11,13 @@ and its Commit RPC retries for up to an hour.
 Semantic search is the exact `COSINE_DISTANCE` scan everywhere, the emulator
 included; production may add the ANN index of `vector_index.sql`.
 
+A plan's claim updates are checked against the revisions the transaction itself read
+(or the plan's own chunk writes and supersessions left), never written blind: when two
+plans update one claim at the same revision, Spanner aborts and reruns the later one,
+whose rerun then finds the new revision and fails with REVISION_CHANGED. Evidence lines
+are inserted only when their (memory, ref) is not stored yet. Hidden claims (domain
+HIDDEN_STATUSES) are out of the searches and of `list_chunks` as of an instant.
+
 Destroying a scope deletes its registration and every row of it with key-range
 deletes in one transaction, as long as the scope holds at most
 `destroy_rows_per_transaction` rows (interleaved evidence not counted): see

@@ -5,6 +5,8 @@ process and by BEGIN IMMEDIATE across processes; a whole CommitPlan is one
 transaction. Reads use pooled connections (WAL: readers never block the
 writer). Semantic search runs on an exact in-process numpy index per scope,
 see `vector_index.py` for why and how it stays coherent.
+`list_claims` answers from an in-process cache of scopes' claims kept coherent the
+same way (`claim_cache.py`).
 
 The scope registry is the `scopes` table, written by the commit that first
 writes a scope. Destroying a scope deletes from every table of
