@@ -26,7 +26,7 @@ from pydantic import (
 from pydantic.alias_generators import to_camel
 from pydantic.config import JsonDict, JsonValue
 
-from jennah.domain import rules
+from jennah.domain import claims, rules
 from jennah.domain.access import (
     API_KEY_PRINCIPAL,
     MAX_DISPLAY_NAME,
@@ -120,6 +120,16 @@ Int64 = Annotated[
 Operator = Literal["OPERATOR_EQUALS", "OPERATOR_NOT_EQUALS", "OPERATOR_IN"]
 DirectionName = Literal["DIRECTION_OUTBOUND", "DIRECTION_INBOUND", "DIRECTION_ANY"]
 ModeName = Literal["HYBRID", "SEMANTIC", "LEXICAL"]
+# A claim's enums travel as their OKF values (lower case), as an exported file spells them.
+MemoryTypeName = Literal[
+    "identity", "directive", "preference", "fact", "constraint", "relationship"
+]
+StrengthName = Literal["hard", "soft"]
+AuthorityName = Literal["user_explicit", "user_stated", "inferred", "system"]
+DurabilityName = Literal["durable", "seasonal", "passing"]
+StatusName = Literal["active", "dormant", "expired", "superseded", "retracted"]
+WritableStatusName = Literal["active", "dormant", "retracted"]  # claims.WRITABLE_STATUSES
+SensitivityName = Literal["normal", "health", "finances", "minors"]
 
 
 # Bounds the services enforce, stated in the document only (`json_schema_extra`): the
@@ -201,6 +211,81 @@ class CommitChunk(WireRequest):
     )
     valid_at: Timestamp | None = Field(
         default=None, description="Start of the validity window; absent means unbounded past"
+    )
+    # the claim fields: each absent one takes the claim's default
+    type: MemoryTypeName | None = Field(
+        default=None, description="What kind of claim (default fact)"
+    )
+    about: str | None = Field(
+        default=None,
+        description="What the claim is about; up to 256 characters",
+        json_schema_extra=_bounds(maxLength=claims.MAX_ABOUT_LENGTH),
+    )
+    summary: str | None = Field(
+        default=None,
+        description="A one-line summary; up to 1,024 characters",
+        json_schema_extra=_bounds(maxLength=claims.MAX_SUMMARY_LENGTH),
+    )
+    when_to_use: str | None = Field(
+        default=None,
+        description="When an agent should use it; up to 1,024 characters",
+        json_schema_extra=_bounds(maxLength=claims.MAX_WHEN_TO_USE_LENGTH),
+    )
+    applies_to: list[str] | None = Field(
+        default=None,
+        description="The entity node ids it concerns: at most 32, each once",
+        json_schema_extra=_bounds(
+            maxItems=claims.MAX_APPLIES_TO, uniqueItems=True, items=_identifier()
+        ),
+    )
+    strength: StrengthName | None = Field(
+        default=None, description="A hard rule or a soft leaning (default soft)"
+    )
+    pin: bool | None = Field(
+        default=None, strict=True, description="Always in the brief (default false)"
+    )
+    authority: AuthorityName | None = Field(
+        default=None,
+        description="Who said it: stated explicitly, in passing, inferred, or the system "
+        "system (the default)",
+    )
+    confidence: float | None = Field(
+        default=None,
+        description="The extractor's confidence, 0 to 1 (default 1)",
+        json_schema_extra=_bounds(minimum=0, maximum=1),
+    )
+    durability: DurabilityName | None = Field(
+        default=None, description="How long it lasts (default durable)"
+    )
+    valid_until: Timestamp | None = Field(
+        default=None,
+        description="When it stops being true (the lifecycle pass then expires it); after validAt",
+    )
+    status: WritableStatusName | None = Field(
+        default=None,
+        description="active (the default), dormant or retracted; taken on the claim's first "
+        "write only (a replace keeps the stored status). A claim expires when validUntil "
+        "arrives and is superseded by a supersession",
+    )
+    sensitivity: SensitivityName | None = Field(
+        default=None, description="Sensitive claims never enter the brief (default normal)"
+    )
+    related: list[str] | None = Field(
+        default=None,
+        description="Ids of related memories: at most 32, each once",
+        json_schema_extra=_bounds(
+            maxItems=claims.MAX_RELATED, uniqueItems=True, items=_identifier()
+        ),
+    )
+    needs_enrichment: bool | None = Field(
+        default=None, strict=True, description="Its fields want filling in (default false)"
+    )
+    extensions: dict[str, str] | None = Field(
+        default=None,
+        description="Front-matter keys this service does not know, kept verbatim: each value "
+        "the key's value as JSON text. At most 16 keys of 1-64 letters, digits, '_', '.' "
+        "or '-' (not a claim field's own key); values up to 1024 characters",
+        json_schema_extra=_map_bounds(),
     )
 
 
@@ -451,7 +536,9 @@ class QueryRequest(WireRequest):
 
 
 class Chunk(WireResponse):
-    """A stored chunk; `score` only on semantic results."""
+    """A stored chunk, which is a claim: its words (`text`, the body) and every claim
+    field; `score` only on semantic results. `formedAt` is when it was first written
+    (the same instant as `createdAt`)."""
 
     id: str
     text: str
@@ -462,6 +549,26 @@ class Chunk(WireResponse):
     score: float | None = None
     supersedes: str | None = None
     superseded_by: str | None = None
+    type: MemoryTypeName = "fact"
+    about: str = ""
+    summary: str = ""
+    when_to_use: str = ""
+    applies_to: list[str] = Field(default_factory=list)
+    strength: StrengthName = "soft"
+    pin: bool = False
+    authority: AuthorityName = "system"
+    confidence: float = 1.0
+    durability: DurabilityName = "durable"
+    formed_at: Timestamp | None = None
+    last_reinforced_at: Timestamp | None = None
+    reinforcement_count: Int32 = 0
+    valid_until: Timestamp | None = None
+    status: StatusName = "active"
+    related: list[str] = Field(default_factory=list)
+    sensitivity: SensitivityName = "normal"
+    revision: Int32 = 1
+    needs_enrichment: bool = False
+    extensions: dict[str, str] = Field(default_factory=dict)
 
 
 class Node(WireResponse):
