@@ -643,6 +643,26 @@ class InspectResponse(WireResponse):
     next_page_token: str | None = None
 
 
+# a claim's evidence
+
+
+class EvidenceLine(WireResponse):
+    """One line of a claim's evidence ledger: the cited turns and the words quoted."""
+
+    ref: str = Field(
+        description="conv://{scopeId}/{stepId}#turn=a-b: an execution-log step's turns"
+    )
+    quote: str
+    record_time: Timestamp | None = Field(default=None, description="When it was recorded")
+
+
+class ListEvidenceResponse(WireResponse):
+    """Every evidence line of the claim, oldest first (then by ref); lines are appended
+    when the claim is reinforced, never changed."""
+
+    evidence: list[EvidenceLine] = Field(default_factory=list)
+
+
 # memory:form
 
 TurnRoleName = Literal[
@@ -1096,11 +1116,39 @@ class UserResource(WireResponse):
     token: str | None = Field(default=None, description="The bearer credential; shown once")
 
 
+_TIME_ZONE_HELP = (
+    "The IANA time zone the scope's own calendar is judged in (a claim's validUntil "
+    "expires it at the scope's local time), such as Europe/Lisbon; default UTC"
+)
+UPDATABLE_SCOPE_FIELDS = ("timeZone",)  # the updateMask paths PATCH takes ("*": all)
+_UPDATE_MASK = r"^(\*|timeZone|time_zone)(,(\*|timeZone|time_zone))*$"
+
+
 class CreateScopeRequest(WireRequest):
     scope_id: str = Field(
         description="1-128 letters, digits, '_', '.', ':' or '-'", json_schema_extra=_identifier()
     )
     kind: ScopeKindName = Field(description="AGENT (an agent workspace) or SUBJECT")
+    time_zone: str | None = Field(default=None, description=_TIME_ZONE_HELP)
+
+
+class UpdateScopeRequest(WireRequest):
+    """PATCH /v1/scopes/{scopeId}: the fields to change (all the updateMask names, or
+    every field given when there is no updateMask)."""
+
+    time_zone: str | None = Field(default=None, description=_TIME_ZONE_HELP)
+
+
+class UpdateScopeParams(WireRequest):
+    """Query parameters of PATCH /v1/scopes/{scopeId} (AIP-134)."""
+
+    update_mask: str | None = Field(
+        default=None,
+        description="Comma-separated fields to update: timeZone (or *, every updatable "
+        "field). A field named but absent from the body is reset to its default (UTC). "
+        "Absent: every field the body gives",
+        json_schema_extra=_bounds(pattern=_UPDATE_MASK),
+    )
 
 
 class ScopeResource(WireResponse):
@@ -1109,6 +1157,9 @@ class ScopeResource(WireResponse):
     kind: ScopeKindName
     create_time: Timestamp | None = None
     created_by: str = ""
+    time_zone: str = Field(
+        default="UTC", description="The IANA time zone its calendar is judged in"
+    )
 
 
 class ListScopesParams(PageParams):
