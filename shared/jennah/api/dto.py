@@ -1118,7 +1118,7 @@ class UserResource(WireResponse):
 
 _TIME_ZONE_HELP = (
     "The IANA time zone the scope's own calendar is judged in (a claim's validUntil "
-    "expires it at the scope's local time), such as Europe/Lisbon; default UTC"
+    "expires it at the scope's local time), such as Europe/Lisbon; default (absent or empty) UTC"
 )
 UPDATABLE_SCOPE_FIELDS = ("timeZone",)  # the updateMask paths PATCH takes ("*": all)
 _UPDATE_MASK = r"^(\*|timeZone|time_zone)(,(\*|timeZone|time_zone))*$"

@@ -360,14 +360,14 @@ def _update_mask(mask: str | None, request: dto.UpdateScopeRequest) -> set[str]:
         return {"timeZone"} if request.time_zone is not None else set()
     fields: set[str] = set()
     for path in mask.split(","):
-        name = "timeZone" if path.strip() == "time_zone" else path.strip()
+        name = "timeZone" if path == "time_zone" else path
         if name == "*":
             fields.update(dto.UPDATABLE_SCOPE_FIELDS)
         elif name in dto.UPDATABLE_SCOPE_FIELDS:
             fields.add(name)
         else:
             raise InvalidArgument(
-                f"updateMask names {path.strip()[:80]!r}, which is not an updatable field "
+                f"updateMask names {path[:80]!r}, which is not an updatable field "
                 f"of a scope; updatable: {', '.join(dto.UPDATABLE_SCOPE_FIELDS)} (or *)",
                 field="updateMask",
             )

@@ -108,14 +108,14 @@ def check_extensions(extensions: Mapping[str, str], field: str) -> None:
         where = f"{field}.{key}"[:200]
         if not rules.METADATA_KEY_PATTERN.match(key):
             raise InvalidArgument(
-                f"{field} key {key[:80]!r} must be 1-{rules.MAX_METADATA_KEY_LENGTH} "
+                f"{where[:120]}: the key must be 1-{rules.MAX_METADATA_KEY_LENGTH} "
                 "characters of letters, digits, '_', '.' and '-'",
                 field=where,
             )
         if key in FRONT_MATTER_KEYS:
             raise InvalidArgument(
-                f"{field} key {key!r} is a claim field's own front-matter key; give the "
-                "field itself",
+                f"{where}: {key!r} is a claim field's own front-matter key, not an "
+                "extension; give the field itself",
                 field=where,
             )
         check_length(value, MAX_EXTENSION_VALUE_LENGTH, where)
