@@ -148,3 +148,20 @@ def test_there_is_no_patch_on_the_agents_collection(api: Api) -> None:
     ok(api.post("/v1/agents/bot/memory:commit", {"chunks": [{"text": "x"}]}))
     response = api.app.test_client().patch("/v1/agents/bot", json={}, headers=AUTH)
     assert response.status_code == 404
+
+
+def test_a_patch_without_a_body_reads_as_an_empty_one(api: Api) -> None:
+    ok(api.post("/v1/scopes", {"scopeId": "ana", "kind": "SUBJECT", "timeZone": "Asia/Tokyo"}))
+    client = api.app.test_client()
+    assert ok(client.patch("/v1/scopes/ana", headers=AUTH))["timeZone"] == "Asia/Tokyo"
+    reset = client.patch("/v1/scopes/ana", query_string={"updateMask": "*"}, headers=AUTH)
+    assert ok(reset)["timeZone"] == "UTC"
+
+
+def test_the_document_says_the_patch_body_is_optional() -> None:
+    from jennah.api import openapi
+
+    operation = openapi.build_document()["paths"]["/v1/scopes/{scopeId}"]["patch"]
+    assert operation["requestBody"]["required"] is False
+    assert [p["name"] for p in operation["parameters"]] == ["scopeId", "updateMask"]
+    assert operation["x-jennah-permission"] == "agent.memory:commit"

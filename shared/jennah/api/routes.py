@@ -69,6 +69,7 @@ class Route:
     scope: ScopeAccess | None = None
     scope_in_request: bool = False
     request_model: type[BaseModel] | None = None  # the JSON body
+    body_required: bool = True  # False: no body reads as {} (a PATCH of nothing)
     params_model: type[BaseModel] | None = None  # the query parameters
     response_model: type[BaseModel] | None = None
 
@@ -266,8 +267,8 @@ SCOPE_ROUTES: tuple[Route, ...] = (
         "its calendar is judged in. updateMask (optional, AIP-134) names the fields to "
         "change",
         Permission.MEMORY_COMMIT, scope=ScopeAccess(None),
-        request_model=dto.UpdateScopeRequest, params_model=dto.UpdateScopeParams,
-        response_model=dto.ScopeResource,
+        request_model=dto.UpdateScopeRequest, body_required=False,
+        params_model=dto.UpdateScopeParams, response_model=dto.ScopeResource,
     ),
     Route(
         "DELETE", "/v1/scopes/{scopeId}", handlers.destroy_scope, "scopes.delete",

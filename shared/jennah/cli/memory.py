@@ -70,7 +70,10 @@ def _commit_command(collection: str, metavar: str, noun: str) -> click.Command:
         in one atomic transaction (POST /v1/{collection}/{{id}}/memory:commit).
 
         The file (JSON or YAML; '-' reads standard input) carries the request body:
-        chunks [{{text, metadata, validAt}}], nodes [{{nodeId, label, nodeType,
+        chunks [{{text, metadata, validAt, and the claim fields: type, about, summary,
+        whenToUse, appliesTo, strength, pin, authority, confidence, durability,
+        validUntil, status, sensitivity, related, needsEnrichment, extensions}}],
+        nodes [{{nodeId, label, nodeType,
         properties}}], edges [{{source, relation, target, validAt}}] and supersessions
         [{{chunkId|edgeId, replacementChunk|replacementEdge}}].
 
