@@ -69,6 +69,12 @@ def test_claim_fields_round_trip_and_hidden_claims_stay_out(server: Server) -> N
     assert [{k: c[k] for k in GIVEN} for c in listed] == [GIVEN]
     history = server.json("scopes", "memory", "inspect", "family", "--all-history")["chunks"]
     assert sorted(c["status"] for c in history) == ["active", "dormant", "retracted"]
+    again = server.json("scopes", "memory", "commit", "family", "--from-file", seed)
+    assert again["chunkIds"] == written["chunkIds"]  # create-or-replace on text + validAt
+    replaced = server.json("scopes", "memory", "inspect", "family", "--all-history")["chunks"]
+    assert sorted((c["status"], c["revision"]) for c in replaced) == [
+        ("active", 2), ("dormant", 2), ("retracted", 2),
+    ]  # fmt: skip
 
 
 def test_a_bad_claim_field_exits_3_naming_it(server: Server) -> None:

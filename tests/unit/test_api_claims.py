@@ -14,6 +14,8 @@ from jennah.api import dto
 from jennah.domain import claims, rules
 from jennah.domain.models import (
     Authority,
+    ClaimUpdate,
+    CommitPlan,
     Durability,
     MemoryRecord,
     MemoryType,
@@ -282,3 +284,18 @@ def test_valid_time_zones_and_refusals() -> None:
     for name in ("Mars/Base", "", "../etc/passwd", "Europe/"):
         with pytest.raises(InvalidArgument, match="timeZone"):
             claims.check_time_zone(name)
+
+
+def test_a_replace_is_the_next_revision_and_keeps_the_reinforcement(api: Api) -> None:
+    (memory_id,) = ok(api.post(COMMIT, {"chunks": [{"text": "Ana likes tea"}]}))["chunkIds"]
+    scope = ScopeRef(enterprise_id=ENTERPRISE, scope_id="bot")
+    reinforced = datetime(2024, 5, 1, tzinfo=UTC)
+    update = ClaimUpdate(
+        memory_id=memory_id, expected_revision=1, reinforcement_count=2,
+        last_reinforced_at=reinforced,
+    )  # fmt: skip
+    api.store.apply(CommitPlan(scope=scope, claim_updates=[update]))
+    ok(api.post(COMMIT, {"chunks": [{"text": "Ana likes tea", "summary": "tea"}]}))
+    (chunk,) = chunks(api)
+    assert (chunk["revision"], chunk["reinforcementCount"]) == (3, 2)
+    assert (chunk["lastReinforcedAt"], chunk["summary"]) == ("2024-05-01T00:00:00Z", "tea")

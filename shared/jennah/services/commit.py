@@ -11,7 +11,9 @@ fields are part of a create-or-replace: committing the same text and validAt aga
 replaces them, and a replace keeps what the store keeps on every replace
 (adapters/sqlite/writer.py): the stored status, validity window (validAt, invalidAt),
 formedAt (created_at) and supersededBy. A commit never changes a claim's state, then;
-status is taken on a claim's first write only.
+status is taken on a claim's first write only. A replace is the claim's next revision
+(stored revision + 1) and keeps its reinforcementCount and lastReinforcedAt (read before
+the transaction: a claim update landing in between may see its revision number reused).
 """
 
 from __future__ import annotations
@@ -66,6 +68,7 @@ def commit(
     for record, vector in zip(plan.chunks, vectors, strict=True):
         record.embedding = vector
     plan.chunks = list({c.id: c for c in plan.chunks}.values())
+    _carry_claim_state(command, plan, store)
     plan.edges = list({e.edge_id: e for e in plan.edges}.values())
     plan.nodes = list({n.node_id: n for n in plan.nodes}.values())
     result = store.apply(plan)
@@ -75,6 +78,20 @@ def commit(
             "edge_ids": [e.edge_id for e in plan.edges],
         }
     )
+
+
+def _carry_claim_state(command: CommitCommand, plan: CommitPlan, store: MemoryStore) -> None:
+    """A replace is a new revision of the stored claim and keeps its reinforcement: the
+    request cannot set either, and the store writes what the plan's record holds."""
+    if not plan.chunks:
+        return
+    stored = {r.id: r for r in store.get_chunks(command.scope, [c.id for c in plan.chunks])}
+    for record in plan.chunks:
+        old = stored.get(record.id)
+        if old is not None:
+            record.revision = old.revision + 1
+            record.reinforcement_count = old.reinforcement_count
+            record.last_reinforced_at = old.last_reinforced_at
 
 
 def _check_bounds(command: CommitCommand) -> None:
