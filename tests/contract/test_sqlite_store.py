@@ -19,12 +19,14 @@ from jennah.adapters.sqlite.vector_index import IndexRow, ScopeIndex
 from jennah.domain import rules
 from jennah.domain.models import (
     BriefVariant,
+    ClaimUpdate,
     CommitPlan,
     FilterOperator,
     MemoryRecord,
     MetadataFilter,
     ScopeRecord,
     ScopeRef,
+    Status,
     StoredBrief,
     Supersession,
 )
@@ -483,3 +485,23 @@ def test_a_version_4_file_gets_the_claim_columns_and_tables(tmp_path: Path) -> N
     columns = [row[2] for row in conn.execute("PRAGMA index_info(memory_records_for_search)")]
     assert columns[-1] == "status"
     conn.close()
+
+
+def test_a_vector_index_built_after_claims_were_hidden_leaves_them_out(tmp_path: Path) -> None:
+    # built from the table (a restart, or another process's write), not kept in step
+    path = tmp_path / "memory.db"
+    writer_store, scope = SqliteStore(path), new_scope()
+    result = commit_items(
+        writer_store,
+        scope,
+        chunks=[ChunkInput(text="Ana plays chess"), ChunkInput(text="Ana chess")],
+    )
+    shown, hidden = result.chunk_ids
+    reader_store = SqliteStore(path)
+    assert len(search_ids(reader_store, scope, "Ana chess")) == 2  # its index, built now
+    update = ClaimUpdate(memory_id=hidden, expected_revision=1, status=Status.DORMANT)
+    writer_store.apply(CommitPlan(scope=scope, claim_updates=[update]))
+
+    assert search_ids(reader_store, scope, "Ana chess") == [shown]  # rebuilt: newer generation
+    assert search_ids(SqliteStore(path), scope, "Ana chess") == [shown]  # built at opening
+    assert search_ids(writer_store, scope, "Ana chess") == [shown]
