@@ -1,7 +1,9 @@
 """Wire shapes of the HTTP API, in proto3 JSON style.
 
 Requests and responses are camelCase; int64 counts travel as strings; enums
-travel as their names (`OPERATOR_EQUALS`, `DIRECTION_OUTBOUND`); timestamps
+travel as their names (`OPERATOR_EQUALS`, `DIRECTION_OUTBOUND`), except a claim's,
+which travel as their OKF values (`directive`, `user_explicit`), as an exported
+claim file spells them; timestamps
 are RFC 3339 with a time zone on input and Z-normalized on output. Request
 models reject unknown fields. Optional fields that are absent are omitted
 from responses. These models live apart from the domain models on purpose:
