@@ -93,7 +93,7 @@ locals {
       enabled       = true
     }
     inspect = {
-      description   = "GET /v1/{agents,scopes}/{id}/memory:inspect and GET /v1/agents/{id}/memory/steps/{stepId}"
+      description   = "GET /v1/{agents,scopes}/{id}/memory:inspect, GET /v1/agents/{id}/memory/steps/{stepId} and GET /v1/{agents,scopes}/{id}/memories/{memoryId}/evidence"
       public        = true
       invoker       = null
       memory        = "512Mi"
@@ -108,7 +108,7 @@ locals {
       enabled       = true
     }
     scopes = {
-      description   = "GET /v1/agents, GET|POST /v1/scopes, DELETE /v1/scopes/{id}"
+      description   = "GET /v1/agents, GET|POST /v1/scopes, PATCH|DELETE /v1/scopes/{id}"
       public        = true
       invoker       = null
       memory        = "512Mi"
@@ -117,7 +117,7 @@ locals {
       min_instances = 0
       max_instances = 10
       concurrency   = 16
-      # Creates scopes and destroys them (with their memory vocabulary, in Firestore).
+      # Creates, updates (time zone) and destroys scopes (with their memory vocabulary, in Firestore).
       spanner   = "roles/spanner.databaseUser"
       firestore = true
       vertex_ai = false

@@ -1,5 +1,6 @@
-"""Cloud Function `inspect`: GET /v1/{agents,scopes}/{id}/memory:inspect and
-GET /v1/agents/{id}/memory/steps/{stepId}."""
+"""Cloud Function `inspect`: GET /v1/{agents,scopes}/{id}/memory:inspect,
+GET /v1/agents/{id}/memory/steps/{stepId} and
+GET /v1/{agents,scopes}/{id}/memories/{memoryId}/evidence."""
 
 import flask
 import functions_framework
@@ -10,4 +11,8 @@ from jennah.api import routes
 
 @functions_framework.http
 def inspect(request: flask.Request) -> flask.Response:
-    return routes.serve(request, routes.INSPECT_ROUTES + routes.STEP_ROUTES, bootstrap.container())
+    return routes.serve(
+        request,
+        routes.INSPECT_ROUTES + routes.STEP_ROUTES + routes.EVIDENCE_ROUTES,
+        bootstrap.container(),
+    )

@@ -59,7 +59,13 @@ UNEXPRESSIBLE = {
             "POST /v1/scopes/{scopeId}/memory:commit",
         ),
         "each supersession names a different chunk or edge, and at most 500 items in all "
-        "(bounds across the items of the lists)",
+        "(bounds across the items of the lists); a chunk's validUntil after its validAt, "
+        "its extensions' values JSON text and their keys none of a claim's own "
+        "front-matter keys",
+    ),
+    **dict.fromkeys(
+        ("POST /v1/scopes", "PATCH /v1/scopes/{scopeId}"),
+        "timeZone an IANA name of the server's tz database",
     ),
     "POST /v1/apiKeys": "expireTime in the future (relative to now); ttl positive",
     "PUT /v1/memory/vocabulary": "names of letters of any script (Unicode categories, which "

@@ -44,6 +44,7 @@ import pytest
 from jennah.api.app import create_app
 from jennah.api.routes import ALL_ROUTES
 from jennah.bootstrap import Container
+from jennah.domain import rules
 from jennah.domain.access import (
     MANAGEMENT_PERMISSIONS,
     ROLE_PERMISSIONS,
@@ -116,6 +117,9 @@ STEP_ID = render(
     [Turn(role=TurnRole.USER, content="I live in Lisbon.")], datetime(2024, 1, 1, tzinfo=UTC)
 ).step_id
 
+# the world's seeded chunk, a claim of both scopes (its id derives from its text)
+CLAIM = rules.chunk_id("alpha fact", None)
+
 # the usage report's range must start within the 400 days usage is kept
 USAGE_SINCE = (datetime.now(UTC) - timedelta(days=7)).strftime("%Y-%m-%dT00:00:00Z")
 
@@ -128,9 +132,13 @@ REQUESTS: dict[str, tuple[str, str, dict[str, Any] | None]] = {
     "scopes.memory.query": ("POST", f"{S}/memory:query", QUERY),
     "agents.memory.inspect": ("GET", f"{A}/memory:inspect", None),
     "scopes.memory.inspect": ("GET", f"{S}/memory:inspect", None),
+    "agents.memories.evidence.list": ("GET", f"{A}/memories/{CLAIM}/evidence", None),
+    "scopes.memories.evidence.list": ("GET", f"{S}/memories/{CLAIM}/evidence", None),
     "agents.list": ("GET", "/v1/agents", None),
     "scopes.list": ("GET", "/v1/scopes", None),
-    "scopes.create": ("POST", "/v1/scopes", {"scopeId": "team.y", "kind": "SUBJECT"}),
+    "scopes.create": ("POST", "/v1/scopes", {"scopeId": "team.y", "kind": "SUBJECT",
+                                           "timeZone": "Europe/Lisbon"}),
+    "scopes.patch": ("PATCH", S, {"timeZone": "Europe/Lisbon"}),
     "scopes.delete": ("DELETE", S, None),
     "memory.vocabulary.declare": ("PUT", V, DECLARE),
     "memory.vocabulary.get": ("GET", f"{V}?scopeId=bot.a", None),
@@ -166,9 +174,12 @@ EXPECTED: dict[str, tuple[int, int, int, int | None, int]] = {
     "scopes.memory.query":   (200, 404, 404, 404, 200),
     "agents.memory.inspect": (200, 404, 404, 404, 200),
     "scopes.memory.inspect": (200, 404, 404, 404, 200),
+    "agents.memories.evidence.list": (200, 404, 404, 404, 200),
+    "scopes.memories.evidence.list": (200, 404, 404, 404, 200),
     "agents.list":           (200, 200, 403, 200, 200),
     "scopes.list":           (200, 200, 403, 200, 200),
     "scopes.create":         (200, 200, 403, 404, 200),
+    "scopes.patch":          (200, 404, 404, 404, 200),
     "scopes.delete":         (200, 404, 403, 404, 200),
     "memory.vocabulary.declare": (200, 200, 403, 404, 403),
     "memory.vocabulary.get":     (200, 200, 404, 404, 200),
@@ -191,7 +202,7 @@ EXPECTED: dict[str, tuple[int, int, int, int | None, int]] = {
 MATRIX: dict[str, Row] = {
     op: Row(*REQUESTS[op], *EXPECTED[op]) for op in sorted(REQUESTS.keys() & EXPECTED.keys())
 }
-# every (route, case) pair that applies: 28 routes x 9 cases, less the 10 n/a
+# every (route, case) pair that applies: 31 routes x 9 cases, less the 10 n/a
 MATRIX_CASES = [
     (op, case) for op, row in MATRIX.items() for case in CASES if getattr(row, case) is not None
 ]
@@ -433,7 +444,9 @@ def test_matrix(tmp_path: Path, operation_id: str, case: str) -> None:
 # "answered exactly as though the scope did not exist"
 
 READS = ("agents.memory.query", "agents.memory.inspect", "scopes.memory.query",
-         "scopes.memory.inspect", "scopes.delete", "agents.memory.steps.get")  # fmt: skip
+         "scopes.memory.inspect", "scopes.delete", "agents.memory.steps.get",
+         "agents.memories.evidence.list", "scopes.memories.evidence.list",
+         "scopes.patch")  # fmt: skip
 SCOPED = tuple(op for op in MATRIX if _route(op).scope is not None or _route(op).scope_in_request)
 
 

@@ -237,7 +237,7 @@ def test_values_are_counted_outside_strings_once_the_rough_count_is_past_the_bou
     ("path", "allow"),
     [
         (COMMIT, "OPTIONS, POST"),
-        ("/v1/scopes/bot", "DELETE, OPTIONS"),
+        ("/v1/scopes/bot", "DELETE, OPTIONS, PATCH"),
         ("/v1/memory/vocabulary", "DELETE, GET, HEAD, OPTIONS, PUT"),
         ("/openapi.json", "GET, HEAD, OPTIONS"),
     ],

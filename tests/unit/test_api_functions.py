@@ -130,3 +130,20 @@ def test_the_trace_header_reaches_the_log(
     project = container.settings.spanner_project
     assert f'"logging.googleapis.com/trace": "projects/{project}/traces/0123456789abcdef"' in logged
     assert '"severity": "INFO"' in logged
+
+
+def test_the_inspect_function_reads_a_claims_evidence(container: Container) -> None:
+    written = client("commit").post(
+        "/v1/scopes/bot/memory:commit", json={"chunks": [{"text": "tea"}]}, headers=AUTH
+    )
+    (memory_id,) = written.get_json()["chunkIds"]
+    response = client("inspect").get(f"/v1/scopes/bot/memories/{memory_id}/evidence", headers=AUTH)
+    assert response.status_code == 200, response.get_data(as_text=True)
+    assert response.get_json() == {"evidence": []}
+
+
+def test_the_scopes_function_sets_a_time_zone(container: Container) -> None:
+    scopes = client("scopes")
+    scopes.post("/v1/scopes", json={"scopeId": "bot", "kind": "AGENT"}, headers=AUTH)
+    response = scopes.patch("/v1/scopes/bot", json={"timeZone": "Asia/Tokyo"}, headers=AUTH)
+    assert response.get_json()["timeZone"] == "Asia/Tokyo"

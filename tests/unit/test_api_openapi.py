@@ -50,7 +50,15 @@ def test_request_schemas_forbid_unknown_fields_and_use_camel_case(
     schemas = document["components"]["schemas"]
     chunk = schemas["CommitChunk"]
     assert chunk["additionalProperties"] is False
-    assert set(chunk["properties"]) == {"text", "metadata", "validAt"}
+    claim = {
+        "type", "about", "summary", "whenToUse", "appliesTo", "strength", "pin", "authority",
+        "confidence", "durability", "validUntil", "status", "sensitivity", "related",
+        "needsEnrichment", "extensions",
+    }  # fmt: skip
+    assert set(chunk["properties"]) == {"text", "metadata", "validAt"} | claim
+    assert chunk["properties"]["status"]["anyOf"][0]["enum"] == ["active", "dormant", "retracted"]
+    confidence = chunk["properties"]["confidence"]
+    assert (confidence["minimum"], confidence["maximum"]) == (0, 1)
     assert chunk["properties"]["validAt"]["anyOf"][0]["format"] == "date-time"
     operators = schemas["Filter"]["properties"]["operator"]["enum"]
     assert operators == ["OPERATOR_EQUALS", "OPERATOR_NOT_EQUALS", "OPERATOR_IN"]

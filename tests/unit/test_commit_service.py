@@ -9,7 +9,7 @@ import pytest
 
 from jennah.adapters.embedding.hashing import HashingEmbedder
 from jennah.domain import rules
-from jennah.domain.models import CommitPlan, CommitResult, GraphNode, ScopeRef
+from jennah.domain.models import CommitPlan, CommitResult, GraphNode, MemoryRecord, ScopeRef
 from jennah.errors import InvalidArgument, NotFound
 from jennah.services.commands import (
     ChunkInput,
@@ -37,6 +37,9 @@ class CapturingStore:
 
     def get_nodes(self, scope: ScopeRef, node_ids: Sequence[str]) -> list[GraphNode]:
         return [GraphNode(node_id=n) for n in node_ids if n in self.nodes]
+
+    def get_chunks(self, scope: ScopeRef, ids: Sequence[str]) -> list[MemoryRecord]:
+        return []  # every chunk is new
 
 
 def run(command: CommitCommand, store: CapturingStore | None = None) -> CommitPlan:

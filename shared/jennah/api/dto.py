@@ -1,7 +1,9 @@
 """Wire shapes of the HTTP API, in proto3 JSON style.
 
 Requests and responses are camelCase; int64 counts travel as strings; enums
-travel as their names (`OPERATOR_EQUALS`, `DIRECTION_OUTBOUND`); timestamps
+travel as their names (`OPERATOR_EQUALS`, `DIRECTION_OUTBOUND`), except a claim's,
+which travel as their OKF values (`directive`, `user_explicit`), as an exported
+claim file spells them; timestamps
 are RFC 3339 with a time zone on input and Z-normalized on output. Request
 models reject unknown fields. Optional fields that are absent are omitted
 from responses. These models live apart from the domain models on purpose:
@@ -26,7 +28,7 @@ from pydantic import (
 from pydantic.alias_generators import to_camel
 from pydantic.config import JsonDict, JsonValue
 
-from jennah.domain import rules
+from jennah.domain import claims, rules
 from jennah.domain.access import (
     API_KEY_PRINCIPAL,
     MAX_DISPLAY_NAME,
@@ -120,6 +122,16 @@ Int64 = Annotated[
 Operator = Literal["OPERATOR_EQUALS", "OPERATOR_NOT_EQUALS", "OPERATOR_IN"]
 DirectionName = Literal["DIRECTION_OUTBOUND", "DIRECTION_INBOUND", "DIRECTION_ANY"]
 ModeName = Literal["HYBRID", "SEMANTIC", "LEXICAL"]
+# A claim's enums travel as their OKF values (lower case), as an exported file spells them.
+MemoryTypeName = Literal[
+    "identity", "directive", "preference", "fact", "constraint", "relationship"
+]
+StrengthName = Literal["hard", "soft"]
+AuthorityName = Literal["user_explicit", "user_stated", "inferred", "system"]
+DurabilityName = Literal["durable", "seasonal", "passing"]
+StatusName = Literal["active", "dormant", "expired", "superseded", "retracted"]
+WritableStatusName = Literal["active", "dormant", "retracted"]  # claims.WRITABLE_STATUSES
+SensitivityName = Literal["normal", "health", "finances", "minors"]
 
 
 # Bounds the services enforce, stated in the document only (`json_schema_extra`): the
@@ -201,6 +213,81 @@ class CommitChunk(WireRequest):
     )
     valid_at: Timestamp | None = Field(
         default=None, description="Start of the validity window; absent means unbounded past"
+    )
+    # the claim fields: each absent one takes the claim's default
+    type: MemoryTypeName | None = Field(
+        default=None, description="What kind of claim (default fact)"
+    )
+    about: str | None = Field(
+        default=None,
+        description="What the claim is about; up to 256 characters",
+        json_schema_extra=_bounds(maxLength=claims.MAX_ABOUT_LENGTH),
+    )
+    summary: str | None = Field(
+        default=None,
+        description="A one-line summary; up to 1,024 characters",
+        json_schema_extra=_bounds(maxLength=claims.MAX_SUMMARY_LENGTH),
+    )
+    when_to_use: str | None = Field(
+        default=None,
+        description="When an agent should use it; up to 1,024 characters",
+        json_schema_extra=_bounds(maxLength=claims.MAX_WHEN_TO_USE_LENGTH),
+    )
+    applies_to: list[str] | None = Field(
+        default=None,
+        description="The entity node ids it concerns: at most 32, each once",
+        json_schema_extra=_bounds(
+            maxItems=claims.MAX_APPLIES_TO, uniqueItems=True, items=_identifier()
+        ),
+    )
+    strength: StrengthName | None = Field(
+        default=None, description="A hard rule or a soft leaning (default soft)"
+    )
+    pin: bool | None = Field(
+        default=None, strict=True, description="Always in the brief (default false)"
+    )
+    authority: AuthorityName | None = Field(
+        default=None,
+        description="Who said it: stated explicitly, in passing, inferred, or the system "
+        "system (the default)",
+    )
+    confidence: float | None = Field(
+        default=None,
+        description="The extractor's confidence, 0 to 1 (default 1)",
+        json_schema_extra=_bounds(minimum=0, maximum=1),
+    )
+    durability: DurabilityName | None = Field(
+        default=None, description="How long it lasts (default durable)"
+    )
+    valid_until: Timestamp | None = Field(
+        default=None,
+        description="When it stops being true (the lifecycle pass then expires it); after validAt",
+    )
+    status: WritableStatusName | None = Field(
+        default=None,
+        description="active (the default), dormant or retracted; taken on the claim's first "
+        "write only (a replace keeps the stored status). A claim expires when validUntil "
+        "arrives and is superseded by a supersession",
+    )
+    sensitivity: SensitivityName | None = Field(
+        default=None, description="Sensitive claims never enter the brief (default normal)"
+    )
+    related: list[str] | None = Field(
+        default=None,
+        description="Ids of related memories: at most 32, each once",
+        json_schema_extra=_bounds(
+            maxItems=claims.MAX_RELATED, uniqueItems=True, items=_identifier()
+        ),
+    )
+    needs_enrichment: bool | None = Field(
+        default=None, strict=True, description="Its fields want filling in (default false)"
+    )
+    extensions: dict[str, str] | None = Field(
+        default=None,
+        description="Front-matter keys this service does not know, kept verbatim: each value "
+        "the key's value as JSON text. At most 16 keys of 1-64 letters, digits, '_', '.' "
+        "or '-' (not a claim field's own key); values up to 1024 characters",
+        json_schema_extra=_map_bounds(),
     )
 
 
@@ -451,7 +538,9 @@ class QueryRequest(WireRequest):
 
 
 class Chunk(WireResponse):
-    """A stored chunk; `score` only on semantic results."""
+    """A stored chunk, which is a claim: its words (`text`, the body) and every claim
+    field; `score` only on semantic results. `formedAt` is when it was first written
+    (the same instant as `createdAt`)."""
 
     id: str
     text: str
@@ -462,6 +551,26 @@ class Chunk(WireResponse):
     score: float | None = None
     supersedes: str | None = None
     superseded_by: str | None = None
+    type: MemoryTypeName = "fact"
+    about: str = ""
+    summary: str = ""
+    when_to_use: str = ""
+    applies_to: list[str] = Field(default_factory=list)
+    strength: StrengthName = "soft"
+    pin: bool = False
+    authority: AuthorityName = "system"
+    confidence: float = 1.0
+    durability: DurabilityName = "durable"
+    formed_at: Timestamp | None = None
+    last_reinforced_at: Timestamp | None = None
+    reinforcement_count: Int32 = 0
+    valid_until: Timestamp | None = None
+    status: StatusName = "active"
+    related: list[str] = Field(default_factory=list)
+    sensitivity: SensitivityName = "normal"
+    revision: Int32 = 1
+    needs_enrichment: bool = False
+    extensions: dict[str, str] = Field(default_factory=dict)
 
 
 class Node(WireResponse):
@@ -534,6 +643,26 @@ class InspectResponse(WireResponse):
     edges: list[Edge] | None = None
     as_of_valid: Timestamp | None = None
     next_page_token: str | None = None
+
+
+# a claim's evidence
+
+
+class EvidenceLine(WireResponse):
+    """One line of a claim's evidence ledger: the cited turns and the words quoted."""
+
+    ref: str = Field(
+        description="conv://{scopeId}/{stepId}#turn=a-b: an execution-log step's turns"
+    )
+    quote: str
+    record_time: Timestamp | None = Field(default=None, description="When it was recorded")
+
+
+class ListEvidenceResponse(WireResponse):
+    """Every evidence line of the claim, oldest first (then by ref); lines are appended
+    when the claim is reinforced, never changed."""
+
+    evidence: list[EvidenceLine] = Field(default_factory=list)
 
 
 # memory:form
@@ -989,11 +1118,39 @@ class UserResource(WireResponse):
     token: str | None = Field(default=None, description="The bearer credential; shown once")
 
 
+_TIME_ZONE_HELP = (
+    "The IANA time zone the scope's own calendar is judged in (a claim's validUntil "
+    "expires it at the scope's local time), such as Europe/Lisbon; default (absent or empty) UTC"
+)
+UPDATABLE_SCOPE_FIELDS = ("timeZone",)  # the updateMask paths PATCH takes ("*": all)
+_UPDATE_MASK = r"^(\*|timeZone|time_zone)(,(\*|timeZone|time_zone))*$"
+
+
 class CreateScopeRequest(WireRequest):
     scope_id: str = Field(
         description="1-128 letters, digits, '_', '.', ':' or '-'", json_schema_extra=_identifier()
     )
     kind: ScopeKindName = Field(description="AGENT (an agent workspace) or SUBJECT")
+    time_zone: str | None = Field(default=None, description=_TIME_ZONE_HELP)
+
+
+class UpdateScopeRequest(WireRequest):
+    """PATCH /v1/scopes/{scopeId}: the fields to change (all the updateMask names, or
+    every field given when there is no updateMask)."""
+
+    time_zone: str | None = Field(default=None, description=_TIME_ZONE_HELP)
+
+
+class UpdateScopeParams(WireRequest):
+    """Query parameters of PATCH /v1/scopes/{scopeId} (AIP-134)."""
+
+    update_mask: str | None = Field(
+        default=None,
+        description="Comma-separated fields to update: timeZone (or *, every updatable "
+        "field). A field named but absent from the body is reset to its default (UTC). "
+        "Absent: every field the body gives",
+        json_schema_extra=_bounds(pattern=_UPDATE_MASK),
+    )
 
 
 class ScopeResource(WireResponse):
@@ -1002,6 +1159,9 @@ class ScopeResource(WireResponse):
     kind: ScopeKindName
     create_time: Timestamp | None = None
     created_by: str = ""
+    time_zone: str = Field(
+        default="UTC", description="The IANA time zone its calendar is judged in"
+    )
 
 
 class ListScopesParams(PageParams):

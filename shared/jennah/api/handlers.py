@@ -29,6 +29,7 @@ from jennah.domain.retrieval import RetrievalMode
 from jennah.errors import InvalidArgument
 from jennah.services import admin, commands
 from jennah.services import commit as commit_service
+from jennah.services import evidence as evidence_service
 from jennah.services import inspect as inspect_service
 from jennah.services import query as query_service
 from jennah.services.access import OpenedScope
@@ -52,6 +53,7 @@ class Call:
     path: Mapping[str, str]
     request: Any  # the parsed body or query parameters; None when the route takes neither
     opened: OpenedScope | None = None  # set on routes whose path names a scope
+    params: Any = None  # the parsed query parameters, on a route that takes a body too
 
     @property
     def scope(self) -> OpenedScope:
@@ -191,6 +193,21 @@ def inspect(call: Call) -> Reply:
     )
 
 
+# a claim's evidence
+
+
+def list_evidence(call: Call) -> Reply:
+    services = call.services
+    lines = evidence_service.list_evidence(services.store, call.scope.ref, call.path["memoryId"])
+    return Reply(
+        dto.ListEvidenceResponse(
+            evidence=[
+                dto.EvidenceLine(ref=e.ref, quote=e.quote, record_time=e.recorded_at) for e in lines
+            ]
+        )
+    )
+
+
 # administration: the caller, API keys, role bindings, users
 
 
@@ -311,9 +328,50 @@ def create_scope(call: Call) -> Reply:
     request: dto.CreateScopeRequest = call.request
     services = call.services
     record = admin.create_scope(
-        services.access, services.store, call.caller, request.scope_id, _kind(request.kind)
+        services.access,
+        services.store,
+        call.caller,
+        request.scope_id,
+        _kind(request.kind),
+        request.time_zone or "UTC",
     )
     return Reply(scope_out(record, "scopes"))
+
+
+def update_scope(call: Call) -> Reply:
+    """PATCH /v1/scopes/{scopeId} (AIP-134): the fields the updateMask names (a named
+    field the body leaves out is reset to its default), or, without a mask, every field
+    the body gives; nothing to change answers the scope as it is."""
+    request: dto.UpdateScopeRequest = call.request
+    params: dto.UpdateScopeParams = call.params
+    services = call.services
+    fields = _update_mask(params.update_mask, request)
+    if "timeZone" in fields:
+        record = admin.set_time_zone(services.store, call.scope, request.time_zone or "UTC")
+    else:
+        record = admin.get_scope(services.store, call.scope)
+    return Reply(scope_out(record, "scopes"))
+
+
+def _update_mask(mask: str | None, request: dto.UpdateScopeRequest) -> set[str]:
+    """The wire names of the fields to update; InvalidArgument naming updateMask when it
+    names a field that is not updatable."""
+    if mask is None:
+        return {"timeZone"} if request.time_zone is not None else set()
+    fields: set[str] = set()
+    for path in mask.split(","):
+        name = "timeZone" if path == "time_zone" else path
+        if name == "*":
+            fields.update(dto.UPDATABLE_SCOPE_FIELDS)
+        elif name in dto.UPDATABLE_SCOPE_FIELDS:
+            fields.add(name)
+        else:
+            raise InvalidArgument(
+                f"updateMask names {path[:80]!r}, which is not an updatable field "
+                f"of a scope; updatable: {', '.join(dto.UPDATABLE_SCOPE_FIELDS)} (or *)",
+                field="updateMask",
+            )
+    return fields
 
 
 def destroy_scope(call: Call) -> Reply:
@@ -368,6 +426,7 @@ def scope_out(record: ScopeRecord, collection: str) -> dto.ScopeResource:
         kind="AGENT" if record.kind == ScopeKind.AGENT.value else "SUBJECT",
         create_time=record.created_at,
         created_by=record.created_by,
+        time_zone=record.time_zone,
     )
 
 
@@ -385,6 +444,26 @@ def chunk_out(record: MemoryRecord, score: float | None = None) -> dto.Chunk:
         score=score,
         supersedes=record.supersedes,
         superseded_by=record.superseded_by,
+        type=record.type.value,
+        about=record.about,
+        summary=record.summary,
+        when_to_use=record.when_to_use,
+        applies_to=record.applies_to,
+        strength=record.strength.value,
+        pin=record.pin,
+        authority=record.authority.value,
+        confidence=record.confidence,
+        durability=record.durability.value,
+        formed_at=record.created_at,
+        last_reinforced_at=record.last_reinforced_at,
+        reinforcement_count=record.reinforcement_count,
+        valid_until=record.valid_until,
+        status=record.status.value,
+        related=record.related,
+        sensitivity=record.sensitivity.value,
+        revision=record.revision,
+        needs_enrichment=record.needs_enrichment,
+        extensions=record.extensions,
     )
 
 

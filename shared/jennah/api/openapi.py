@@ -148,7 +148,7 @@ def _operation(route: Route) -> dict[str, Any]:
         operation["x-jennah-permission"] = str(route.permission)
     if route.request_model is not None:
         operation["requestBody"] = {
-            "required": True,
+            "required": route.body_required,
             "content": {"application/json": {"schema": _ref(route.request_model.__name__)}},
         }
     ok: dict[str, Any] = {"description": "OK"}

@@ -1,7 +1,7 @@
 """HTTP routing shared by every Cloud Function and by `jnh serve`.
 
 Each function serves its own routes only (`FORM_ROUTES`, `COMMIT_ROUTES`,
-`QUERY_ROUTES`, `INSPECT_ROUTES` with `STEP_ROUTES`, `SCOPE_ROUTES`,
+`QUERY_ROUTES`, `INSPECT_ROUTES` with `STEP_ROUTES` and `EVIDENCE_ROUTES`, `SCOPE_ROUTES`,
 `VOCABULARY_ROUTES`, `USAGE_ROUTES`, `OPERATION_ROUTES`, `ADMIN_ROUTES`); `jnh serve` mounts
 `ALL_ROUTES`. A request goes through: match the path (404) and the method (405), authenticate
 (401), validate the path ids (400), authorize (every route declares its
@@ -69,6 +69,7 @@ class Route:
     scope: ScopeAccess | None = None
     scope_in_request: bool = False
     request_model: type[BaseModel] | None = None  # the JSON body
+    body_required: bool = True  # False: no body reads as {} (a PATCH of nothing)
     params_model: type[BaseModel] | None = None  # the query parameters
     response_model: type[BaseModel] | None = None
 
@@ -119,6 +120,36 @@ def _memory_routes(
             scope=ScopeAccess(kind, create=create),
             request_model=request_model,
             params_model=params_model,
+            response_model=response_model,
+        )
+        for collection, param, noun, kind in (
+            ("agents", "agentInstanceId", "agent workspace", ScopeKind.AGENT),
+            ("scopes", "scopeId", "any scope", None),
+        )
+    )
+
+
+def _claim_routes(
+    method: str,
+    tail: str,
+    name: str,
+    handler: Handler,
+    summary: str,
+    permission: Permission,
+    *,
+    response_model: type[BaseModel] | None = None,
+) -> tuple[Route, ...]:
+    """A route on one claim of a scope, /v1/{agents|scopes}/{id}/memories/{memoryId}{tail},
+    for both collections (operation id {collection}.memories.{name})."""
+    return tuple(
+        Route(
+            method=method,
+            template=f"/v1/{collection}/{{{param}}}/memories/{{memoryId}}{tail}",
+            handler=handler,
+            operation_id=f"{collection}.memories.{name}",
+            summary=f"{summary} ({noun})",
+            permission=permission,
+            scope=ScopeAccess(kind),
             response_model=response_model,
         )
         for collection, param, noun, kind in (
@@ -199,6 +230,18 @@ INSPECT_ROUTES = _memory_routes(
     params_model=dto.InspectParams,
     response_model=dto.InspectResponse,
 )
+# A claim's evidence ledger (the `inspect` function serves it): readable by whoever may
+# query the scope, for any claim of it, whatever its status.
+EVIDENCE_ROUTES = _claim_routes(
+    "GET",
+    "/evidence",
+    "evidence.list",
+    handlers.list_evidence,
+    "Read a claim's evidence: each quote, the conv:// reference of the turns it came "
+    "from, and when it was recorded, oldest first",
+    Permission.MEMORY_QUERY,
+    response_model=dto.ListEvidenceResponse,
+)
 SCOPE_ROUTES: tuple[Route, ...] = (
     Route(
         "GET", "/v1/agents", handlers.list_agents, "agents.list",
@@ -217,6 +260,15 @@ SCOPE_ROUTES: tuple[Route, ...] = (
         "Create an empty scope explicitly (a first write also creates one)",
         Permission.MEMORY_COMMIT,
         request_model=dto.CreateScopeRequest, response_model=dto.ScopeResource,
+    ),
+    Route(
+        "PATCH", "/v1/scopes/{scopeId}", handlers.update_scope, "scopes.patch",
+        "Update a scope (agent workspace or subject scope): its timeZone, the IANA zone "
+        "its calendar is judged in. updateMask (optional, AIP-134) names the fields to "
+        "change",
+        Permission.MEMORY_COMMIT, scope=ScopeAccess(None),
+        request_model=dto.UpdateScopeRequest, body_required=False,
+        params_model=dto.UpdateScopeParams, response_model=dto.ScopeResource,
     ),
     Route(
         "DELETE", "/v1/scopes/{scopeId}", handlers.destroy_scope, "scopes.delete",
@@ -332,6 +384,7 @@ ALL_ROUTES: tuple[Route, ...] = (
     + QUERY_ROUTES
     + INSPECT_ROUTES
     + STEP_ROUTES
+    + EVIDENCE_ROUTES
     + SCOPE_ROUTES
     + VOCABULARY_ROUTES
     + USAGE_ROUTES
@@ -380,14 +433,13 @@ def dispatch(request: flask.Request, routes: Sequence[Route], services: Services
     for name, value in path.items():
         rules.validate_identifier(value, name)
     opened = authorize(access, caller, route, path)
+    params = None if route.params_model is None else parse_params(request.args, route.params_model)
     if route.request_model is not None:
         raw = bodies.read_body(request.stream, request.content_length)
         parsed: Any = bodies.parse_json(raw, route.request_model)
-    elif route.params_model is not None:
-        parsed = parse_params(request.args, route.params_model)
     else:
-        parsed = None
-    return route.handler(handlers.Call(services, caller, path, parsed, opened))
+        parsed, params = params, None
+    return route.handler(handlers.Call(services, caller, path, parsed, opened, params))
 
 
 def authorize(

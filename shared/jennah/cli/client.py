@@ -89,6 +89,11 @@ class ApiClient:
     def put(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
         return self._call("PUT", path, json=body)
 
+    def patch(
+        self, path: str, body: dict[str, Any], params: dict[str, str] | None = None
+    ) -> dict[str, Any]:
+        return self._call("PATCH", path, json=body, params=params or {})
+
     def delete(self, path: str, params: dict[str, str] | None = None) -> dict[str, Any]:
         return self._call("DELETE", path, params=params or {})
 

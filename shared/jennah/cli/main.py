@@ -61,7 +61,7 @@ def cli(ctx: click.Context) -> None:
 
 @click.group(
     "agents",
-    short_help="Agent workspaces: list, memory form|step|commit|query|inspect.",
+    short_help="Agent workspaces: list, memory form|step|commit|query|inspect|evidence.",
     help="""Agent workspaces. /v1/agents/X reaches agent workspace X only; /v1/scopes/X
     reaches the same workspace (and subject scopes too).
 
@@ -78,7 +78,7 @@ def agents() -> None:
 
 @click.group(
     "scopes",
-    short_help="Scopes: list, create, destroy, memory commit|query|inspect.",
+    short_help="Scopes: list, create, update, destroy, memory commit|query|inspect|evidence.",
     help="""Scopes: agent workspaces and subject scopes, which share one identifier
     space. /v1/scopes/X reaches scope X whatever its kind; /v1/agents/X only an
     agent workspace. A scope you do not reach is answered as though it did not exist.
@@ -98,6 +98,7 @@ agents.add_command(scope_commands.list_agents)
 agents.add_command(memory_group("agents", "AGENT", "the agent workspace"))
 scopes.add_command(scope_commands.list_scopes)
 scopes.add_command(scope_commands.create_scope)
+scopes.add_command(scope_commands.update_scope)
 scopes.add_command(scope_commands.destroy_scope)
 scopes.add_command(memory_group("scopes", "SCOPE", "the scope"))
 for command in (serve, auth, agents, scopes, vocabulary, usage, billing, keys, roles, users):

@@ -1,5 +1,6 @@
-"""`jnh agents memory …` and `jnh scopes memory …`: commit, query, inspect; and, for
-agent workspaces only, form and step (`jennah.cli.formation`).
+"""`jnh agents memory …` and `jnh scopes memory …`: commit, query, inspect, evidence
+(`jennah.cli.evidence`); and, for agent workspaces only, form and step
+(`jennah.cli.formation`).
 
 Agent workspaces and subject scopes share one identifier space, so both
 groups reach the same memory; each mirrors its REST routes.
@@ -11,7 +12,7 @@ from typing import Any
 
 import click
 
-from jennah.cli import formation, render
+from jennah.cli import evidence, formation, render
 from jennah.cli.client import resource_path
 from jennah.cli.inputs import (
     FILTER_HELP,
@@ -39,7 +40,7 @@ def memory_group(collection: str, metavar: str, noun: str) -> click.Group:
         examples.insert(0, f"jnh {collection} memory form {sample} --from-file turns.json")
     group = click.Group(
         "memory",
-        help=f"""{verbs} the memory of {noun}.
+        help=f"""{verbs} the memory of {noun}; read a claim's evidence.
 
         \b
         Examples:
@@ -52,6 +53,7 @@ def memory_group(collection: str, metavar: str, noun: str) -> click.Group:
     group.add_command(_commit_command(collection, metavar, noun))
     group.add_command(_query_command(collection, metavar, noun))
     group.add_command(_inspect_command(collection, metavar, noun))
+    group.add_command(evidence.evidence_command(collection, metavar, noun))
     return group
 
 
@@ -68,7 +70,10 @@ def _commit_command(collection: str, metavar: str, noun: str) -> click.Command:
         in one atomic transaction (POST /v1/{collection}/{{id}}/memory:commit).
 
         The file (JSON or YAML; '-' reads standard input) carries the request body:
-        chunks [{{text, metadata, validAt}}], nodes [{{nodeId, label, nodeType,
+        chunks [{{text, metadata, validAt, and the claim fields: type, about, summary,
+        whenToUse, appliesTo, strength, pin, authority, confidence, durability,
+        validUntil, status, sensitivity, related, needsEnrichment, extensions}}],
+        nodes [{{nodeId, label, nodeType,
         properties}}], edges [{{source, relation, target, validAt}}] and supersessions
         [{{chunkId|edgeId, replacementChunk|replacementEdge}}].
 

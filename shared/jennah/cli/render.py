@@ -20,6 +20,11 @@ MAX_CELL = 72
 CHUNK_FIELDS = (
     "id", "text", "metadata", "validAt", "invalidAt", "createdAt", "score", "supersedes",
     "supersededBy",
+    # the claim fields
+    "type", "about", "summary", "whenToUse", "appliesTo", "strength", "pin", "authority",
+    "confidence", "durability", "formedAt", "lastReinforcedAt", "reinforcementCount",
+    "validUntil", "status", "related", "sensitivity", "revision", "needsEnrichment",
+    "extensions",
 )  # fmt: skip
 NODE_FIELDS = ("nodeId", "label", "nodeType", "properties", "depth")
 EDGE_FIELDS = (

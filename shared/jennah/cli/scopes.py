@@ -1,4 +1,5 @@
-"""`jnh scopes list|create|destroy` and `jnh agents list`: the scopes a caller reaches."""
+"""`jnh scopes list|create|update|destroy` and `jnh agents list`: the scopes a caller
+reaches."""
 
 from __future__ import annotations
 
@@ -11,7 +12,11 @@ from jennah.cli import pages, render
 from jennah.cli.client import segment
 from jennah.cli.options import ClientOptions, client_options
 
-SCOPE_COLUMNS = ["scopeId", "kind", "createTime", "createdBy"]
+SCOPE_COLUMNS = ["scopeId", "kind", "timeZone", "createTime", "createdBy"]
+_TIME_ZONE_HELP = (
+    "The IANA time zone the scope's calendar is judged in (a claim's validUntil expires "
+    "it at local time), such as Europe/Lisbon."
+)
 
 
 def _emit_scopes(answer: dict[str, Any], items: list[dict[str, Any]], output: str) -> None:
@@ -54,12 +59,12 @@ def list_scopes(
 @click.command(
     "create",
     help="""Create an empty scope explicitly (POST /v1/scopes); a first commit also
-    creates one. Needs agent.memory:commit and reach over SCOPE.
+    creates one (in UTC). Needs agent.memory:commit and reach over SCOPE.
 
     \b
     Examples:
       jnh scopes create user.ana
-      jnh scopes create support-bot --kind AGENT
+      jnh scopes create support-bot --kind AGENT --time-zone America/Los_Angeles
     """,
 )
 @click.argument("scope_id", metavar="SCOPE")
@@ -67,9 +72,38 @@ def list_scopes(
     "--kind", type=click.Choice(["AGENT", "SUBJECT"], case_sensitive=False),
     default="SUBJECT", show_default=True, help="An agent workspace or a subject scope.",
 )  # fmt: skip
+@click.option("--time-zone", metavar="TZ", help=_TIME_ZONE_HELP + " [server default: UTC]")
 @client_options
-def create_scope(scope_id: str, kind: str, opts: ClientOptions) -> None:
-    answer = opts.client().post("/v1/scopes", {"scopeId": scope_id, "kind": kind.upper()})
+def create_scope(scope_id: str, kind: str, time_zone: str | None, opts: ClientOptions) -> None:
+    body = {"scopeId": scope_id, "kind": kind.upper()}
+    if time_zone is not None:
+        body["timeZone"] = time_zone
+    answer = opts.client().post("/v1/scopes", body)
+    _emit_scopes(answer, [answer], opts.output)
+
+
+@click.command(
+    "update",
+    help="""Update SCOPE, an agent workspace or a subject scope
+    (PATCH /v1/scopes/{id}?updateMask=…): each flag given changes its field only.
+    Needs agent.memory:commit and reach over SCOPE.
+
+    \b
+    Examples:
+      jnh scopes update user.ana --time-zone Europe/Lisbon
+      jnh scopes update support-bot --time-zone UTC -o json
+    """,
+)
+@click.argument("scope_id", metavar="SCOPE")
+@click.option("--time-zone", metavar="TZ", help=_TIME_ZONE_HELP)
+@client_options
+def update_scope(scope_id: str, time_zone: str | None, opts: ClientOptions) -> None:
+    changes = {"timeZone": time_zone} if time_zone is not None else {}
+    if not changes:
+        raise click.UsageError("nothing to update: give --time-zone")
+    answer = opts.client().patch(
+        f"/v1/scopes/{segment(scope_id)}", changes, {"updateMask": ",".join(changes)}
+    )
     _emit_scopes(answer, [answer], opts.output)
 
 

@@ -6,14 +6,43 @@ from datetime import datetime
 
 from pydantic import BaseModel, Field
 
-from jennah.domain.models import Direction, MetadataFilter, ScopeRef
+from jennah.domain.models import (
+    Authority,
+    Direction,
+    Durability,
+    MemoryType,
+    MetadataFilter,
+    ScopeRef,
+    Sensitivity,
+    Status,
+    Strength,
+)
 from jennah.domain.retrieval import RetrievalMode
 
 
 class ChunkInput(BaseModel):
+    """A chunk to write: its words (`text`, the claim's body) and its claim fields; a
+    field left None takes MemoryRecord's default."""
+
     text: str
     metadata: dict[str, str] = Field(default_factory=dict)
     valid_at: datetime | None = None
+    type: MemoryType | None = None
+    about: str | None = None
+    summary: str | None = None
+    when_to_use: str | None = None
+    applies_to: list[str] | None = None
+    strength: Strength | None = None
+    pin: bool | None = None
+    authority: Authority | None = None
+    confidence: float | None = None
+    durability: Durability | None = None
+    valid_until: datetime | None = None
+    status: Status | None = None
+    sensitivity: Sensitivity | None = None
+    related: list[str] | None = None
+    needs_enrichment: bool | None = None
+    extensions: dict[str, str] | None = None
 
 
 class NodeInput(BaseModel):

@@ -1,11 +1,27 @@
-"""memory:commit: validate a direct write and apply it in one transaction."""
+"""memory:commit: validate a direct write and apply it in one transaction.
+
+A chunk is a claim: besides its words (`text`, the body) and metadata it may carry the
+claim fields (type, about, summary, whenToUse, appliesTo, strength, pin, authority,
+confidence, durability, validUntil, status, sensitivity, related, needsEnrichment,
+extensions); one left out takes MemoryRecord's default (a `fact` with `system`
+authority, soft, unpinned, confidence 1, durable, active, normal sensitivity).
+
+Its id still derives from its text and validAt alone (`rules.chunk_id`), so the claim
+fields are part of a create-or-replace: committing the same text and validAt again
+replaces them, and a replace keeps what the store keeps on every replace
+(adapters/sqlite/writer.py): the stored status, validity window (validAt, invalidAt),
+formedAt (created_at) and supersededBy. A commit never changes a claim's state, then;
+status is taken on a claim's first write only. A replace is the claim's next revision
+(stored revision + 1) and keeps its reinforcementCount and lastReinforcedAt (read before
+the transaction: a claim update landing in between may see its revision number reused).
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import datetime
 
-from jennah.domain import rules
+from jennah.domain import claims, rules
 from jennah.domain.models import (
     CommitPlan,
     CommitResult,
@@ -52,6 +68,7 @@ def commit(
     for record, vector in zip(plan.chunks, vectors, strict=True):
         record.embedding = vector
     plan.chunks = list({c.id: c for c in plan.chunks}.values())
+    _carry_claim_state(command, plan, store)
     plan.edges = list({e.edge_id: e for e in plan.edges}.values())
     plan.nodes = list({n.node_id: n for n in plan.nodes}.values())
     result = store.apply(plan)
@@ -61,6 +78,20 @@ def commit(
             "edge_ids": [e.edge_id for e in plan.edges],
         }
     )
+
+
+def _carry_claim_state(command: CommitCommand, plan: CommitPlan, store: MemoryStore) -> None:
+    """A replace is a new revision of the stored claim and keeps its reinforcement: the
+    request cannot set either, and the store writes what the plan's record holds."""
+    if not plan.chunks:
+        return
+    stored = {r.id: r for r in store.get_chunks(command.scope, [c.id for c in plan.chunks])}
+    for record in plan.chunks:
+        old = stored.get(record.id)
+        if old is not None:
+            record.revision = old.revision + 1
+            record.reinforcement_count = old.reinforcement_count
+            record.last_reinforced_at = old.last_reinforced_at
 
 
 def _check_bounds(command: CommitCommand) -> None:
@@ -88,6 +119,8 @@ def _chunk(command: CommitCommand, chunk: ChunkInput, field: str) -> MemoryRecor
             field=f"{field}.text",
         )
     rules.validate_metadata(chunk.metadata, f"{field}.metadata")
+    _check_claim(chunk, field)
+    given = chunk.model_dump(include=set(CLAIM_FIELDS), exclude_none=True)
     return MemoryRecord(
         id=rules.chunk_id(chunk.text, chunk.valid_at),
         scope=command.scope,
@@ -95,7 +128,45 @@ def _chunk(command: CommitCommand, chunk: ChunkInput, field: str) -> MemoryRecor
         text=chunk.text,
         metadata=dict(chunk.metadata),
         valid_at=chunk.valid_at,
+        **given,
     )
+
+
+# The ChunkInput fields that are claim fields of the same name on MemoryRecord.
+CLAIM_FIELDS = frozenset(
+    {
+        "type", "about", "summary", "when_to_use", "applies_to", "strength", "pin",
+        "authority", "confidence", "durability", "valid_until", "status", "sensitivity",
+        "related", "needs_enrichment", "extensions",
+    }
+)  # fmt: skip
+
+
+def _check_claim(chunk: ChunkInput, field: str) -> None:
+    """The bounds of the claim fields given (jennah.domain.claims), each named on the wire."""
+    for value, bound, name in (
+        (chunk.about, claims.MAX_ABOUT_LENGTH, "about"),
+        (chunk.summary, claims.MAX_SUMMARY_LENGTH, "summary"),
+        (chunk.when_to_use, claims.MAX_WHEN_TO_USE_LENGTH, "whenToUse"),
+    ):
+        if value is not None:
+            claims.check_length(value, bound, f"{field}.{name}")
+    if chunk.applies_to is not None:
+        claims.check_identifiers(
+            chunk.applies_to, claims.MAX_APPLIES_TO, f"{field}.appliesTo", "node ids"
+        )
+    if chunk.related is not None:
+        claims.check_identifiers(
+            chunk.related, claims.MAX_RELATED, f"{field}.related", "memory ids"
+        )
+    if chunk.confidence is not None:
+        claims.check_confidence(chunk.confidence, f"{field}.confidence")
+    if chunk.status is not None:
+        claims.check_status(chunk.status, f"{field}.status")
+    if chunk.valid_until is not None:
+        claims.check_valid_until(chunk.valid_until, chunk.valid_at, f"{field}.validUntil")
+    if chunk.extensions is not None:
+        claims.check_extensions(chunk.extensions, f"{field}.extensions")
 
 
 def _node(node: NodeInput, field: str) -> GraphNode:
