@@ -228,6 +228,18 @@ def test_the_lowest_weight_is_dropped_first_when_a_budget_runs_out() -> None:
     assert all(f"d{i:03}" in shown for i in range(0, 200, 17))  # every pinned one
 
 
+@pytest.mark.parametrize("words", range(20, 40))  # budgets ending at every point of a line
+def test_a_lighter_short_line_never_takes_the_place_of_a_heavier_long_one(words: int) -> None:
+    long, short = "long " * words, "short"
+    claims = [
+        claim(f"d{i:03}", type=MemoryType.DIRECTIVE, summary=long if i % 2 else short)
+        for i in range(100)
+    ]
+    shown = ids_in(sections(compile_brief("team.x", claims, None, FULL).text)["## Directives"])
+    assert 0 < len(shown) < 100
+    assert shown == [f"d{i:03}" for i in range(len(shown))]
+
+
 def test_each_section_keeps_to_its_budget() -> None:
     long = "lorem ipsum dolor sit amet " * 20
     claims = [
