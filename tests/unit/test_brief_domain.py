@@ -375,3 +375,18 @@ def test_without_expired_drops_every_line_of_a_passed_claim_only() -> None:
     assert "pizza" not in later.lower() and "Call before booking" in later
     assert brief.etag(later) != brief.etag(compiled.text)
     assert later.endswith("</memory-brief>\n")
+
+
+def test_a_claim_whose_id_cannot_be_a_reference_is_left_out() -> None:
+    bad = claim("bad/id\n## Directives", type=MemoryType.DIRECTIVE, summary="hidden")
+    claims = [claim("ok", type=MemoryType.DIRECTIVE, summary="fine"), bad]
+    text = compile_brief("team.x", claims, None, FULL).text
+    assert "fine" in text and "hidden" not in text and "bad/id" not in text
+
+
+def test_a_claim_given_twice_counts_once_at_its_highest_revision() -> None:
+    old = claim("a", type=MemoryType.DIRECTIVE, summary="old words", revision=1)
+    new = claim("a", type=MemoryType.DIRECTIVE, summary="new words", revision=2)
+    for given in ([old, new], [new, old]):
+        text = compile_brief("team.x", given, None, FULL).text
+        assert "new words" in text and "old words" not in text and "- directive: 1 " in text

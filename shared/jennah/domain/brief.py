@@ -74,9 +74,9 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import itertools
 import re
 import unicodedata
-from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -111,7 +111,11 @@ AUTHORITY_RANK = {
     Authority.SYSTEM: 2,
     Authority.INFERRED: 3,
 }
-_TYPE_ORDER = list(MemoryType)
+_TYPE_ORDER = [member.value for member in MemoryType]
+# Enum members hash in Python, their values (str) in C: the hot loops key on `_value_`.
+_IDENTITY_VALUES = frozenset(member.value for member in IDENTITY_TYPES)
+_DIRECTIVE_VALUES = frozenset(member.value for member in DIRECTIVE_TYPES)
+_RANK_BY_VALUE = {member.value: rank for member, rank in AUTHORITY_RANK.items()}
 _SAFE_ID = re.compile(r"^[A-Za-z0-9_.:\-]{1,128}$")
 _ESCAPED_CATEGORIES = frozenset({"Cc", "Cf", "Zl", "Zp", "Cs", "Co", "Cn"})
 _ESCAPES = {'"': '\\"', "\\": "\\\\", "<": "\\u003c", ">": "\\u003e"}
@@ -165,6 +169,21 @@ def count_tokens(text: str) -> int:
     return len(_tokenizer().encode(text, add_special_tokens=False).ids)
 
 
+_COUNTED: dict[str, int] = {}  # line -> tokens: a recompile mostly counts the same lines
+_COUNTED_MAX = 50_000
+
+
+def count_lines(lines: Sequence[str]) -> list[int]:
+    """count_tokens of each line, the lines not counted before in one batch."""
+    missing = [line for line in dict.fromkeys(lines) if line not in _COUNTED]
+    if missing:
+        if len(_COUNTED) + len(missing) > _COUNTED_MAX:
+            _COUNTED.clear()
+        encoded = _tokenizer().encode_batch(missing, add_special_tokens=False)
+        _COUNTED.update(zip(missing, (len(e.ids) for e in encoded), strict=True))
+    return [_COUNTED.get(line) or count_tokens(line) for line in lines]
+
+
 # eligibility and weight
 
 
@@ -181,30 +200,33 @@ def eligible(claim: MemoryRecord, now: datetime | None) -> bool:
     )
 
 
-def weight(claim: MemoryRecord) -> tuple[bool, int, bool, str]:
+def ranks(claim: MemoryRecord) -> tuple[int, int]:
+    """(weight, directive weight) as small integers, the lower the heavier: pinned first,
+    then authority then hard (weight), or hard then authority (directive weight)."""
+    authority = _RANK_BY_VALUE[claim.authority._value_]
+    soft = claim.strength is not Strength.HARD
+    unpinned = not claim.pin
+    return unpinned * 8 + authority * 2 + soft, unpinned * 8 + soft * 4 + authority
+
+
+def weight(claim: MemoryRecord) -> tuple[int, str]:
     """Sort key, heaviest first: pinned, authority, hard, id."""
-    return (
-        not claim.pin,
-        AUTHORITY_RANK[claim.authority],
-        claim.strength is not Strength.HARD,
-        claim.id,
-    )
+    return ranks(claim)[0], claim.id
 
 
-def directive_weight(claim: MemoryRecord) -> tuple[bool, bool, int, str]:
+def directive_weight(claim: MemoryRecord) -> tuple[int, str]:
     """Directives' sort key, heaviest first: pinned, hard rules, authority, id."""
-    return (
-        not claim.pin,
-        claim.strength is not Strength.HARD,
-        AUTHORITY_RANK[claim.authority],
-        claim.id,
-    )
+    return ranks(claim)[1], claim.id
+
+
+def is_identity(claim: MemoryRecord) -> bool:
+    return claim.type._value_ in _IDENTITY_VALUES
 
 
 def is_directive(claim: MemoryRecord) -> bool:
-    return claim.type in DIRECTIVE_TYPES or (
-        claim.type not in IDENTITY_TYPES
-        and (claim.pin or claim.authority is Authority.USER_EXPLICIT)
+    kind = claim.type._value_
+    return kind in _DIRECTIVE_VALUES or (
+        kind not in _IDENTITY_VALUES and (claim.pin or claim.authority is Authority.USER_EXPLICIT)
     )
 
 
@@ -279,11 +301,10 @@ class _Section:
     tokens: int = 0
 
     def __post_init__(self) -> None:
-        self.tokens = count_tokens(self.heading)
+        self.tokens = count_lines([self.heading])[0]
 
-    def offer(self, line: str, memory_id: str) -> bool:
+    def take(self, line: str, memory_id: str, cost: int) -> bool:
         """Take the line when it fits the budget; False (the section is full) if not."""
-        cost = count_tokens(line)
         if self.tokens + cost > self.budget:
             return False
         self.tokens += cost
@@ -294,23 +315,33 @@ class _Section:
     def render(self) -> list[str]:
         return [self.heading, *(self.lines or [EMPTY_LINE])]
 
+    @property
+    def rendered_tokens(self) -> int:
+        return self.tokens if self.lines else self.tokens + count_lines([EMPTY_LINE])[0]
+
+
+_BATCH = 16  # lines counted at a time: a section rarely needs more than a few batches
+
 
 def _fill(section: _Section, entries: Iterable[tuple[str | None, str]]) -> _Section:
-    for line, memory_id in entries:
-        if line is not None and not section.offer(line, memory_id):
-            break
+    """Take lines in order until one does not fit (see the module doc: lowest weight out)."""
+    pending = ((line, memory_id) for line, memory_id in entries if line is not None)
+    while batch := list(itertools.islice(pending, _BATCH)):
+        costs = count_lines([line for line, _ in batch])
+        for (line, memory_id), cost in zip(batch, costs, strict=True):
+            if line is None or not section.take(line, memory_id, cost):
+                return section
     return section
 
 
-def _identity(scope_id: str, claims: Sequence[MemoryRecord]) -> _Section:
-    chosen = sorted((c for c in claims if c.type in IDENTITY_TYPES), key=weight)
+def _identity(scope_id: str, ranked: Sequence[MemoryRecord]) -> _Section:
+    chosen = (c for c in ranked if is_identity(c))
     entries = ((claim_line(scope_id, c, _tags(c, strength=False)), c.id) for c in chosen)
     return _fill(_Section(IDENTITY_HEADING, IDENTITY_BUDGET), entries)
 
 
-def _directives(scope_id: str, claims: Sequence[MemoryRecord]) -> _Section:
-    chosen = sorted((c for c in claims if is_directive(c)), key=directive_weight)
-    entries = ((claim_line(scope_id, c, _tags(c, strength=True)), c.id) for c in chosen)
+def _directives(scope_id: str, directives: Sequence[MemoryRecord]) -> _Section:
+    entries = ((claim_line(scope_id, c, _tags(c, strength=True)), c.id) for c in directives)
     return _fill(_Section(DIRECTIVES_HEADING, DIRECTIVES_BUDGET), entries)
 
 
@@ -318,55 +349,76 @@ def _fold(subject: str) -> str:
     return " ".join(subject.split()).casefold()
 
 
-def _lasting(claim: MemoryRecord) -> tuple[bool, float, tuple[bool, int, bool, str]]:
-    """Sort key: the claim valid longest first (no validUntil), then the heaviest."""
+class _Group:
+    """A topic: its claims' count, its heaviest claim, and the one valid longest (claims
+    come heaviest first, so a tie on validity keeps the heavier one)."""
+
+    __slots__ = ("count", "heaviest", "lasting", "until")
+
+    def __init__(self, claim: MemoryRecord) -> None:
+        self.count = 0
+        self.heaviest = self.lasting = claim
+        self.until = claim.valid_until
+
+
+def _count(groups: dict[str, _Group], key: str, claim: MemoryRecord) -> None:
+    group = groups.get(key)
+    if group is None:
+        group = groups[key] = _Group(claim)
+    group.count += 1
     until = claim.valid_until
-    return (until is not None, -until.timestamp() if until else 0.0, weight(claim))
+    if group.until is not None and (until is None or until > group.until):
+        group.lasting, group.until = claim, until
 
 
-def _topics(scope_id: str, claims: Sequence[MemoryRecord]) -> _Section:
-    by_type: dict[MemoryType, list[MemoryRecord]] = {}
-    by_about: dict[str, list[MemoryRecord]] = {}
-    for claim in claims:
-        by_type.setdefault(claim.type, []).append(claim)
-        subject = _fold(claim.about)
+def _topics(scope_id: str, ranked: Sequence[MemoryRecord]) -> _Section:
+    groups: dict[str, _Group] = {}  # by type value, and by "about:" + folded subject
+    for claim in ranked:
+        _count(groups, claim.type._value_, claim)
+        subject = _fold(claim.about) if claim.about else ""
         if subject:
-            by_about.setdefault(subject, []).append(claim)
-    entries: list[tuple[str | None, str]] = []
-    for memory_type in _TYPE_ORDER:
-        group = by_type.get(memory_type)
-        if group:
-            ref = min(group, key=_lasting).id
-            line = f"- {memory_type.value}: {len(group)} {reference(scope_id, ref)}"
-            entries.append((line, ref))
-    counts = Counter({subject: len(group) for subject, group in by_about.items()})
-    for subject, count in sorted(counts.items(), key=lambda item: (-item[1], item[0])):
-        group = by_about[subject]
-        ref = min(group, key=_lasting).id
-        shown = min(group, key=weight).about
-        line = f"- about {quote(shown)}: {count} {reference(scope_id, ref)}"
-        entries.append((line, ref))
-    return _fill(_Section(TOPIC_HEADING, TOPIC_BUDGET), entries)
+            _count(groups, "about:" + subject, claim)
+    entries = [
+        (f"- {kind}: {group.count} {reference(scope_id, group.lasting.id)}", group.lasting.id)
+        for kind in _TYPE_ORDER
+        if (group := groups.get(kind)) is not None
+    ]
+    subjects = sorted(
+        ((-g.count, key, g) for key, g in groups.items() if key.startswith("about:")),
+        key=lambda item: item[:2],
+    )
+    return _fill(
+        _Section(TOPIC_HEADING, TOPIC_BUDGET),
+        itertools.chain(entries, (_about_line(scope_id, g) for _, _, g in subjects)),
+    )
 
 
-def _last(scope_id: str, claims: Sequence[MemoryRecord], last: LastConversation | None) -> _Section:
+def _about_line(scope_id: str, group: _Group) -> tuple[str, str]:
+    ref = group.lasting.id
+    return f"- about {quote(group.heaviest.about)}: {group.count} {reference(scope_id, ref)}", ref
+
+
+def _last(
+    scope_id: str,
+    shown: dict[str, tuple[int, int, str, MemoryRecord]],
+    last: LastConversation | None,
+) -> _Section:
     if last is None or not _SAFE_ID.match(last.step_id):
         return _Section(LAST_HEADING.format(ref="").rstrip(), LAST_CONVERSATION_BUDGET)
     heading = LAST_HEADING.format(ref=f"conv://{scope_id}/{last.step_id}")
-    members = last.formed | last.reinforced
-    chosen = sorted((c for c in claims if c.id in members), key=weight)
+    members = sorted(
+        (shown[i] for i in last.formed | last.reinforced if i in shown),
+        key=lambda k: (k[0], k[2]),
+    )
     entries = (
-        (
-            claim_line(
-                scope_id,
-                c,
-                _tags(c, strength=False, extra="formed" if c.id in last.formed else "reinforced"),
-            ),
-            c.id,
-        )
-        for c in chosen
+        (claim_line(scope_id, c, _tags(c, strength=False, extra=_how(c.id, last))), c.id)
+        for _, _, _, c in members
     )
     return _fill(_Section(heading, LAST_CONVERSATION_BUDGET), entries)
+
+
+def _how(memory_id: str, last: LastConversation) -> str:
+    return "formed" if memory_id in last.formed else "reinforced"
 
 
 # the brief
@@ -380,19 +432,77 @@ def compile_brief(
     now: datetime | None = None,
 ) -> CompiledBrief:
     """The brief of the scope's claims (any order, any status: see the module doc)."""
-    unique = {c.id: c for c in sorted(claims, key=lambda c: (c.id, c.revision))}
-    shown = [c for c in unique.values() if eligible(c, now) and _SAFE_ID.match(c.id)]
-    sections = [_identity(scope_id, shown), _directives(scope_id, shown)]
-    sections.append(_topics(scope_id, shown))
-    if variant is BriefVariant.FULL:
-        sections.append(_last(scope_id, shown, last_conversation))
-    lines = [OPEN.format(scope=scope_id, variant=variant.value), PREAMBLE]
+    return compile_variants(scope_id, claims, last_conversation, [variant], now)[0]
+
+
+def compile_variants(
+    scope_id: str,
+    claims: Iterable[MemoryRecord],
+    last_conversation: LastConversation | None,
+    variants: Sequence[BriefVariant],
+    now: datetime | None = None,
+) -> list[CompiledBrief]:
+    """compile_brief for each variant, the sections they share compiled once."""
+    unique = _unique(claims)
+    keyed = [(*ranks(c), c.id, c) for c in _shown(unique, now)]
+    ranked = [c for _, _, _, c in sorted(keyed, key=lambda k: (k[0], k[2]))]
+    directives = [c for _, _, _, c in sorted(
+        (k for k in keyed if is_directive(k[3])), key=lambda k: (k[1], k[2]))]  # fmt: skip
+    shared = [
+        _identity(scope_id, ranked),
+        _directives(scope_id, directives),
+        _topics(scope_id, ranked),
+    ]
+    last = None
+    if BriefVariant.FULL in variants:
+        last = _last(scope_id, {k[2]: k for k in keyed}, last_conversation)
+    return [
+        _assemble(scope_id, variant, shared if last is None or variant is not BriefVariant.FULL
+                  else [*shared, last], unique)
+        for variant in variants
+    ]  # fmt: skip
+
+
+def _unique(claims: Iterable[MemoryRecord]) -> dict[str, MemoryRecord]:
+    """One claim per id, the highest revision (then the greatest text) when repeated."""
+    given = list(claims)
+    unique = {c.id: c for c in given}
+    if len(unique) == len(given):
+        return unique
+    unique = {}
+    for claim in given:
+        known = unique.get(claim.id)
+        if known is None or (claim.revision, claim.text) > (known.revision, known.text):
+            unique[claim.id] = claim
+    return unique
+
+
+_SAFE_IDS = re.compile(r"(?:[A-Za-z0-9_.:\-]{1,128}\n)*")
+
+
+def _shown(claims: dict[str, MemoryRecord], now: datetime | None) -> list[MemoryRecord]:
+    """The eligible claims whose id can be written in a reference (every id, usually:
+    checked at once)."""
+    safe = _SAFE_IDS.fullmatch("".join(f"{i}\n" for i in claims)) is not None
+    return [c for c in claims.values() if eligible(c, now) and (safe or _SAFE_ID.match(c.id))]
+
+
+def _assemble(
+    scope_id: str,
+    variant: BriefVariant,
+    sections: Sequence[_Section],
+    claims: dict[str, MemoryRecord],
+) -> CompiledBrief:
+    frame = [OPEN.format(scope=scope_id, variant=variant.value), PREAMBLE, CLOSE]
+    lines = frame[:2]
     for section in sections:
         lines.extend(section.render())
     lines.append(CLOSE)
     text = "\n".join(lines) + "\n"
-    expiries = _expiries(unique, (m for s in sections for m in s.referenced))
-    return CompiledBrief(text, count_tokens(text), expiries)
+    # lines joined by line breaks count as the sum of their counts (see the module doc)
+    tokens = sum(count_lines(frame)) + sum(s.rendered_tokens for s in sections)
+    expiries = _expiries(claims, (m for s in sections for m in s.referenced))
+    return CompiledBrief(text, tokens, expiries)
 
 
 def _expiries(claims: dict[str, MemoryRecord], referenced: Iterable[str]) -> dict[str, datetime]:

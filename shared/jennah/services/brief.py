@@ -28,7 +28,7 @@ from typing import NamedTuple
 
 from jennah.domain.brief import (
     LastConversation,
-    compile_brief,
+    compile_variants,
     count_tokens,
     etag,
     without_expired,
@@ -66,13 +66,11 @@ def compile_briefs(
     active claims as the caller will have committed them. Reads only the evidence that
     finds the last conversation. With `now`, claims not valid then are left out too."""
     last = last_conversation(store, scope, active)
-    briefs = []
-    for variant in variants:
-        text, tokens, expiries = compile_brief(scope.scope_id, active, last, variant, now)
-        briefs.append(
-            StoredBrief(variant=variant, text=text, token_count=tokens, expiries=expiries)
-        )
-    return briefs
+    compiled = compile_variants(scope.scope_id, active, last, variants, now)
+    return [
+        StoredBrief(variant=variant, text=text, token_count=tokens, expiries=expiries)
+        for variant, (text, tokens, expiries) in zip(variants, compiled, strict=True)
+    ]
 
 
 def read_brief(
@@ -103,14 +101,13 @@ def last_conversation(
     store: MemoryStore, scope: ScopeRef, claims: Sequence[MemoryRecord]
 ) -> LastConversation | None:
     """The most recent formation and what it formed or reinforced (see the module doc)."""
+    formed_by_step = [c for c in claims if c.metadata.get(SOURCE_STEP)]
     formed = heapq.nlargest(
-        LAST_CANDIDATES,
-        (c for c in claims if c.metadata.get(SOURCE_STEP)),
-        key=lambda c: (c.created_at or _EPOCH, c.id),
+        LAST_CANDIDATES, formed_by_step, key=lambda c: (c.created_at or _EPOCH, c.id)
     )
     reinforced = heapq.nlargest(
         LAST_CANDIDATES,
-        (c for c in claims if c.last_reinforced_at is not None),
+        [c for c in claims if c.last_reinforced_at is not None],
         key=lambda c: (c.last_reinforced_at or _EPOCH, c.id),
     )
     ids = sorted({c.id for c in (*formed, *reinforced)})
@@ -121,7 +118,7 @@ def last_conversation(
     step = _newest_step(lines, prefix) or (formed[0].metadata[SOURCE_STEP] if formed else None)
     if step is None:
         return None
-    made = frozenset(c.id for c in claims if c.metadata.get(SOURCE_STEP) == step)
+    made = frozenset(c.id for c in formed_by_step if c.metadata[SOURCE_STEP] == step)
     again = frozenset(e.memory_id for e in lines if _step(e.ref, prefix) == step) - made
     return LastConversation(step_id=step, formed=made, reinforced=again)
 
