@@ -164,8 +164,9 @@ def test_the_stored_brief_is_served_as_stored_even_when_claims_changed_since() -
     form(store, "frm_1", ["a"], T0)
     store.apply(CommitPlan(scope=SCOPE, briefs=brief.compile_briefs(store, SCOPE, active(store))))
     form(store, "frm_2", ["b"], T0 + timedelta(days=1))
-    served = brief.read_brief(store, SCOPE, BriefVariant.SHARED, T0)
+    served = brief.read_brief(store, SCOPE, BriefVariant.FULL, T0)
     assert "team.x/a" in served.text and "team.x/b" not in served.text
+    assert "- fact: 1\n" in served.text
 
 
 def test_active_claims_reads_every_page() -> None:

