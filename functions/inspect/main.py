@@ -1,6 +1,7 @@
 """Cloud Function `inspect`: GET /v1/{agents,scopes}/{id}/memory:inspect,
-GET /v1/agents/{id}/memory/steps/{stepId} and
-GET /v1/{agents,scopes}/{id}/memories/{memoryId}/evidence."""
+GET /v1/agents/{id}/memory/steps/{stepId},
+GET /v1/{agents,scopes}/{id}/memories/{memoryId}/evidence and
+GET /v1/{agents,scopes}/{id}/memory/brief."""
 
 import flask
 import functions_framework
@@ -8,11 +9,11 @@ import functions_framework
 from jennah import bootstrap
 from jennah.api import routes
 
+INSPECT_ROUTES = (
+    routes.INSPECT_ROUTES + routes.STEP_ROUTES + routes.EVIDENCE_ROUTES + routes.BRIEF_ROUTES
+)
+
 
 @functions_framework.http
 def inspect(request: flask.Request) -> flask.Response:
-    return routes.serve(
-        request,
-        routes.INSPECT_ROUTES + routes.STEP_ROUTES + routes.EVIDENCE_ROUTES,
-        bootstrap.container(),
-    )
+    return routes.serve(request, INSPECT_ROUTES, bootstrap.container())

@@ -134,6 +134,8 @@ REQUESTS: dict[str, tuple[str, str, dict[str, Any] | None]] = {
     "scopes.memory.inspect": ("GET", f"{S}/memory:inspect", None),
     "agents.memories.evidence.list": ("GET", f"{A}/memories/{CLAIM}/evidence", None),
     "scopes.memories.evidence.list": ("GET", f"{S}/memories/{CLAIM}/evidence", None),
+    "agents.memory.brief.get": ("GET", f"{A}/memory/brief", None),
+    "scopes.memory.brief.get": ("GET", f"{S}/memory/brief", None),
     "agents.list": ("GET", "/v1/agents", None),
     "scopes.list": ("GET", "/v1/scopes", None),
     "scopes.create": ("POST", "/v1/scopes", {"scopeId": "team.y", "kind": "SUBJECT",
@@ -176,6 +178,8 @@ EXPECTED: dict[str, tuple[int, int, int, int | None, int]] = {
     "scopes.memory.inspect": (200, 404, 404, 404, 200),
     "agents.memories.evidence.list": (200, 404, 404, 404, 200),
     "scopes.memories.evidence.list": (200, 404, 404, 404, 200),
+    "agents.memory.brief.get": (200, 404, 404, 404, 200),
+    "scopes.memory.brief.get": (200, 404, 404, 404, 200),
     "agents.list":           (200, 200, 403, 200, 200),
     "scopes.list":           (200, 200, 403, 200, 200),
     "scopes.create":         (200, 200, 403, 404, 200),
@@ -202,7 +206,7 @@ EXPECTED: dict[str, tuple[int, int, int, int | None, int]] = {
 MATRIX: dict[str, Row] = {
     op: Row(*REQUESTS[op], *EXPECTED[op]) for op in sorted(REQUESTS.keys() & EXPECTED.keys())
 }
-# every (route, case) pair that applies: 31 routes x 9 cases, less the 10 n/a
+# every (route, case) pair that applies: 33 routes x 9 cases, less the 10 n/a
 MATRIX_CASES = [
     (op, case) for op, row in MATRIX.items() for case in CASES if getattr(row, case) is not None
 ]
