@@ -1,5 +1,5 @@
-"""Cloud Function `inspect`: GET /v1/{agents,scopes}/{id}/memory:inspect and
-GET /v1/agents/{id}/memory/steps/{stepId}."""
+"""Cloud Function `inspect`: GET /v1/{agents,scopes}/{id}/memory:inspect,
+GET /v1/agents/{id}/memory/steps/{stepId} and GET /v1/{agents,scopes}/{id}/memory:export."""
 
 import flask
 import functions_framework
@@ -10,4 +10,5 @@ from jennah.api import routes
 
 @functions_framework.http
 def inspect(request: flask.Request) -> flask.Response:
-    return routes.serve(request, routes.INSPECT_ROUTES + routes.STEP_ROUTES, bootstrap.container())
+    served = routes.INSPECT_ROUTES + routes.STEP_ROUTES + routes.EXPORT_ROUTES
+    return routes.serve(request, served, bootstrap.container())

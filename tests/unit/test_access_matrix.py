@@ -44,6 +44,7 @@ import pytest
 from jennah.api.app import create_app
 from jennah.api.routes import ALL_ROUTES
 from jennah.bootstrap import Container
+from jennah.domain import okf_archive
 from jennah.domain.access import (
     MANAGEMENT_PERMISSIONS,
     ROLE_PERMISSIONS,
@@ -80,7 +81,7 @@ class Row(NamedTuple):
 
     method: str
     path: str
-    body: dict[str, Any] | None
+    body: dict[str, Any] | bytes | None
     root: int
     other: int
     noperm: int
@@ -94,6 +95,8 @@ class Row(NamedTuple):
 
 WRITE = {"chunks": [{"text": "matrix write"}]}
 QUERY = {"semantic": {"queryText": "alpha"}}
+# memory:import takes a .tar.gz of OKF files, sent as application/gzip
+IMPORT = okf_archive.pack({"claims/imported.md": b"---\ntype: fact\n---\nmatrix import\n"})
 FORM = {"turns": [{"role": "TURN_ROLE_USER", "content": "I work at Matrixworks."}]}
 A, S = "/v1/agents/bot.a", "/v1/scopes/team.x"
 # the vocabulary routes name the agent workspace's level: in the body on PUT, in the query
@@ -119,7 +122,7 @@ STEP_ID = render(
 # the usage report's range must start within the 400 days usage is kept
 USAGE_SINCE = (datetime.now(UTC) - timedelta(days=7)).strftime("%Y-%m-%dT00:00:00Z")
 
-REQUESTS: dict[str, tuple[str, str, dict[str, Any] | None]] = {
+REQUESTS: dict[str, tuple[str, str, dict[str, Any] | bytes | None]] = {
     "agents.memory.form": ("POST", f"{A}/memory:form", FORM),
     "agents.memory.steps.get": ("GET", f"{A}/memory/steps/{STEP_ID}", None),
     "agents.memory.commit": ("POST", f"{A}/memory:commit", WRITE),
@@ -128,6 +131,11 @@ REQUESTS: dict[str, tuple[str, str, dict[str, Any] | None]] = {
     "scopes.memory.query": ("POST", f"{S}/memory:query", QUERY),
     "agents.memory.inspect": ("GET", f"{A}/memory:inspect", None),
     "scopes.memory.inspect": ("GET", f"{S}/memory:inspect", None),
+    "agents.memory.export": ("GET", f"{A}/memory:export", None),
+    "scopes.memory.export": ("GET", f"{S}/memory:export", None),
+    # an import needs an empty scope: these name scopes the world leaves empty
+    "agents.memory.import": ("POST", "/v1/agents/bot.b/memory:import", IMPORT),
+    "scopes.memory.import": ("POST", "/v1/scopes/team.z/memory:import", IMPORT),
     "agents.list": ("GET", "/v1/agents", None),
     "scopes.list": ("GET", "/v1/scopes", None),
     "scopes.create": ("POST", "/v1/scopes", {"scopeId": "team.y", "kind": "SUBJECT"}),
@@ -166,6 +174,10 @@ EXPECTED: dict[str, tuple[int, int, int, int | None, int]] = {
     "scopes.memory.query":   (200, 404, 404, 404, 200),
     "agents.memory.inspect": (200, 404, 404, 404, 200),
     "scopes.memory.inspect": (200, 404, 404, 404, 200),
+    "agents.memory.export":  (200, 404, 404, 404, 200),
+    "scopes.memory.export":  (200, 404, 404, 404, 200),
+    "agents.memory.import":  (200, 200, 404, 404, 200),
+    "scopes.memory.import":  (200, 200, 404, 404, 200),
     "agents.list":           (200, 200, 403, 200, 200),
     "scopes.list":           (200, 200, 403, 200, 200),
     "scopes.create":         (200, 200, 403, 404, 200),
@@ -191,7 +203,7 @@ EXPECTED: dict[str, tuple[int, int, int, int | None, int]] = {
 MATRIX: dict[str, Row] = {
     op: Row(*REQUESTS[op], *EXPECTED[op]) for op in sorted(REQUESTS.keys() & EXPECTED.keys())
 }
-# every (route, case) pair that applies: 28 routes x 9 cases, less the 10 n/a
+# every (route, case) pair that applies: 32 routes x 9 cases, less the 10 n/a
 MATRIX_CASES = [
     (op, case) for op, row in MATRIX.items() for case in CASES if getattr(row, case) is not None
 ]
@@ -240,6 +252,11 @@ class World:
 
     def send(self, row: Row, header: str | None) -> Any:
         headers = {"Authorization": header} if header is not None else {}
+        if isinstance(row.body, bytes):
+            return self.app.test_client().open(
+                row.path, method=row.method, headers=headers, data=row.body,
+                content_type=okf_archive.MEDIA_TYPE,
+            )  # fmt: skip
         return self.app.test_client().open(
             row.path, method=row.method, headers=headers,
             data=json.dumps(row.body) if row.body is not None else None,
@@ -369,16 +386,24 @@ def check_case(
     for header in credential(world, row, operation_id, case, malformed):
         before = world.snapshot(watched) if watched != "" else None
         response = world.send(row, header)
-        text = response.get_data(as_text=True)
+        text = _text(response)
         assert response.status_code == expected, (operation_id, case, header, text)
         if response.status_code >= 400:
             _check_refusal(response, expected)
         if watched != "":
             assert world.snapshot(watched) == before, f"{case}: {watched or 'a refusal'} wrote"
         if case in OUTSIDERS:
-            asked = row.path + json.dumps(row.body)  # echoing the caller's own words is fine
+            body = "" if isinstance(row.body, bytes) else json.dumps(row.body)
+            asked = row.path + body  # echoing the caller's own words is fine
             leaked = [s for s in world.secrets() if s in text and s not in asked]
             assert not leaked, f"{case}: the answer names {leaked}: {text}"
+
+
+def _text(response: Any) -> str:
+    """The answer as text; an export's files unpacked, so the leak check reads them."""
+    if response.mimetype == okf_archive.MEDIA_TYPE:
+        return repr(okf_archive.unpack(response.data))
+    return str(response.get_data(as_text=True))
 
 
 def _check_refusal(response: Any, code: int) -> None:
@@ -433,7 +458,8 @@ def test_matrix(tmp_path: Path, operation_id: str, case: str) -> None:
 # "answered exactly as though the scope did not exist"
 
 READS = ("agents.memory.query", "agents.memory.inspect", "scopes.memory.query",
-         "scopes.memory.inspect", "scopes.delete", "agents.memory.steps.get")  # fmt: skip
+         "scopes.memory.inspect", "scopes.delete", "agents.memory.steps.get",
+         "agents.memory.export", "scopes.memory.export")  # fmt: skip
 SCOPED = tuple(op for op in MATRIX if _route(op).scope is not None or _route(op).scope_in_request)
 
 

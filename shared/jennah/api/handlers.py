@@ -37,10 +37,13 @@ from jennah.services.paging import Paging
 
 @dataclass
 class Reply:
-    """A successful answer: a response model (or a ready JSON object) and extra headers."""
+    """A successful answer: a response model (or a ready JSON object) and extra headers;
+    or, with `content`, those bytes as a body of `media_type` (a file download)."""
 
     body: BaseModel | dict[str, object]
     headers: dict[str, str] = field(default_factory=dict)
+    content: bytes | None = None
+    media_type: str = "application/json"
 
 
 @dataclass(frozen=True)
