@@ -18,6 +18,8 @@ from jennah.domain.models import (
     Durability,
     Evidence,
     FilterOperator,
+    GraphEdge,
+    GraphNode,
     MemoryRecord,
     MemoryType,
     MetadataFilter,
@@ -260,3 +262,48 @@ def test_one_bad_file_writes_nothing(store: MemoryStore, scope: ScopeRef) -> Non
     assert store.list_claims(copy, None, None, 10) == []
     assert store.find_nodes(copy, [], 10) == []
     assert okf_service.export_files(store, copy) == {okf.INDEX_FILE: okf.render_index([], 0, 0, 0)}
+
+
+def largest_import() -> dict[str, bytes]:
+    """An export at every import bound: claims with every field, 3 evidence lines each,
+    and the most nodes and edges."""
+    scope = new_scope()
+    files: dict[str, bytes] = {}
+    lines_each = okf.MAX_IMPORT_EVIDENCE_LINES // okf.MAX_IMPORT_CLAIMS
+    for i in range(okf.MAX_IMPORT_CLAIMS):
+        record = claim(scope, id=f"clm_{i:05d}", text=f"Claim number {i} about topic {i % 37}")
+        record.created_at = FORMED
+        files[okf.claim_path(record.id)] = okf.render_claim(record)
+        files[okf.evidence_path(record.id)] = okf.render_evidence(
+            [
+                Evidence(
+                    memory_id=record.id,
+                    ref=f"conv://s/step{j}#turn={j}",
+                    quote="q",
+                    recorded_at=FORMED,
+                )
+                for j in range(lines_each)
+            ]
+        )
+    nodes = [GraphNode(node_id=f"n{i:04d}", label=f"N{i}", node_type="Thing",
+                       properties={"k": "v"}) for i in range(okf.MAX_IMPORT_NODES)]  # fmt: skip
+    edges = [
+        GraphEdge(edge_id=f"e{i:04d}", source=f"n{i:04d}", relation="NEXT",
+                  target=f"n{(i + 1) % okf.MAX_IMPORT_NODES:04d}", valid_at=FORMED,
+                  properties={"k": "v"})
+        for i in range(okf.MAX_IMPORT_EDGES)
+    ]  # fmt: skip
+    files[okf.NODES_FILE] = okf.render_nodes(nodes)
+    files[okf.EDGES_FILE] = okf.render_edges(edges)
+    return files
+
+
+@pytest.mark.slow
+def test_the_largest_import_is_one_transaction(store: MemoryStore, scope: ScopeRef) -> None:
+    files = largest_import()
+    result = okf_service.import_files(files, scope, store, EMBEDDER)
+    assert result.claims == okf.MAX_IMPORT_CLAIMS
+    assert result.evidence_lines == okf.MAX_IMPORT_EVIDENCE_LINES
+    exported = okf_service.export_files(store, scope)
+    del exported[okf.INDEX_FILE]
+    assert exported == files

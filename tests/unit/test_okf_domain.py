@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from typing import Any
 
 import pytest
+import yaml
 
 from jennah.domain import okf
 from jennah.domain.models import (
@@ -260,3 +262,22 @@ def test_the_index_is_readable_and_deterministic() -> None:
 def test_timestamps_are_utc_with_a_z() -> None:
     assert okf.timestamp(datetime(2026, 1, 1, 12, tzinfo=UTC)) == "2026-01-01T12:00:00Z"
     assert okf.render_evidence([]) == b""
+
+
+def test_libyaml_and_pure_python_yaml_write_and_read_the_same() -> None:
+    class Pure(yaml.SafeDumper):
+        pass
+
+    Pure.add_representer(datetime, okf._represent_datetime)
+    Pure.add_representer(str, okf._represent_str)
+    claim = full_claim(summary="two\nlines: 'quoted' \"and\" é", about="- not a list", related=[])
+    front = okf._front_matter(claim)
+    options: dict[str, Any] = {"sort_keys": False, "allow_unicode": True, "width": 2**31 - 1}
+    pure = yaml.dump(front, Dumper=Pure, **options)
+    assert yaml.dump(front, Dumper=okf._Dumper, **options) == pure
+
+    class PureLoader(yaml.SafeLoader):
+        pass
+
+    PureLoader.yaml_implicit_resolvers = okf._Loader.yaml_implicit_resolvers
+    assert yaml.load(pure, Loader=PureLoader) == yaml.load(pure, Loader=okf._Loader)

@@ -257,7 +257,13 @@ def _json_line(value: Mapping[str, Any]) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":")) + "\n"
 
 
-class _Dumper(yaml.SafeDumper):
+# LibYAML's parser and emitter when the installed PyYAML has them (its wheels do): about
+# ten times faster, and the same bytes for the values a claim holds (a unit test checks)
+_SafeDumper: type[yaml.SafeDumper] = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+_SafeLoader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+class _Dumper(_SafeDumper):  # type: ignore[valid-type,misc]
     """Timestamps as plain RFC 3339 scalars (`2026-08-14T19:02:00Z`, as the design writes
     them); a string holding a line break double-quoted on one line, so no line of the
     front matter can read as its closing `---`."""
@@ -276,7 +282,7 @@ _Dumper.add_representer(datetime, _represent_datetime)
 _Dumper.add_representer(str, _represent_str)
 
 
-class _Loader(yaml.SafeLoader):
+class _Loader(_SafeLoader):  # type: ignore[valid-type,misc]
     """The safe loader, with timestamps left as text: each field parses its own (an invalid
     date such as 2026-13-01 is then a fault of that field, not of the whole file)."""
 
