@@ -111,6 +111,11 @@ def test_render_parse_render_is_byte_identical() -> None:
     assert okf.render_claim(parse(first)) == first
 
 
+def test_a_file_with_windows_line_ends_is_read() -> None:
+    record = parse(b"---\r\ntype: fact\r\n---\r\nAlice works at Acme.\r\n", "claims/c1.md")
+    assert record.text == "Alice works at Acme."
+
+
 def test_a_minimal_okf_file_takes_the_defaults() -> None:
     record = parse(b"---\ntype: fact\n---\nAlice works at Acme.\n", "claims/c1.md")
     assert (record.id, record.type, record.text) == ("c1", MemoryType.FACT, "Alice works at Acme.")
@@ -131,7 +136,7 @@ def test_unknown_keys_go_to_extensions_and_come_back_out() -> None:
 
 
 def test_text_that_looks_like_a_delimiter_or_yaml_stays_text() -> None:
-    claim = full_claim(text="---\nid: nope\n---\n", summary="two\nlines\n---")
+    claim = full_claim(text="\n---\nid: nope\r\n---\n\n", summary="two\nlines\n---")
     back = parse(okf.render_claim(claim))
     assert (back.text, back.summary, back.id) == (claim.text, claim.summary, claim.id)
 

@@ -361,7 +361,8 @@ def _split(path: str, content: bytes, problems: Problems) -> tuple[dict[str, Any
     except UnicodeDecodeError as exc:
         problems.add(path, f"is not UTF-8 text ({exc.reason} at byte {exc.start})")
         return None
-    text = text.replace("\r\n", "\n")
+    if text.startswith("---\r\n"):  # a file saved with Windows line ends
+        text = text.replace("\r\n", "\n")
     if not text.startswith(_DELIMITER):
         problems.add(path, "must begin with a '---' line opening its YAML front matter")
         return None
