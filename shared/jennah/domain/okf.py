@@ -307,7 +307,7 @@ def parse_claim(
     front, body = split
     reader = _FieldReader(path, front, problems)
     stem = path.removeprefix(f"{CLAIMS_DIR}/").removesuffix(".md")
-    memory_id = reader.text("id", default=stem, required=False)
+    memory_id = reader.text("id", default=stem)
     if memory_id != stem:
         problems.add(f"{path}: id", f"id {memory_id[:80]!r} differs from the file name {stem!r}")
     reader.identifier_check("id", memory_id)
@@ -415,9 +415,7 @@ class _FieldReader:
     def _bad(self, key: str, description: str) -> None:
         self.problems.add(f"{self.path}: {key}", description)
 
-    def text(
-        self, key: str, default: str = "", required: bool = False, max_length: int | None = None
-    ) -> str:
+    def text(self, key: str, default: str = "", max_length: int | None = None) -> str:
         value = self._get(key)
         if value is None:
             return default
