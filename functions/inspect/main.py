@@ -1,7 +1,7 @@
 """Cloud Function `inspect`: GET /v1/{agents,scopes}/{id}/memory:inspect,
 GET /v1/agents/{id}/memory/steps/{stepId},
-GET /v1/{agents,scopes}/{id}/memories/{memoryId}/evidence and
-GET /v1/{agents,scopes}/{id}/memory/brief."""
+GET /v1/{agents,scopes}/{id}/memories/{memoryId}/evidence,
+GET /v1/{agents,scopes}/{id}/memory/brief and GET /v1/{agents,scopes}/{id}/memory:export."""
 
 import flask
 import functions_framework
@@ -10,7 +10,11 @@ from jennah import bootstrap
 from jennah.api import routes
 
 INSPECT_ROUTES = (
-    routes.INSPECT_ROUTES + routes.STEP_ROUTES + routes.EVIDENCE_ROUTES + routes.BRIEF_ROUTES
+    routes.INSPECT_ROUTES
+    + routes.STEP_ROUTES
+    + routes.EVIDENCE_ROUTES
+    + routes.BRIEF_ROUTES
+    + routes.EXPORT_ROUTES
 )
 
 

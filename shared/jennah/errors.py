@@ -57,6 +57,22 @@ class InvalidArgument(JennahError):
     status = "INVALID_ARGUMENT"
 
 
+class InvalidFields(InvalidArgument):
+    """INVALID_ARGUMENT naming several fields at once: each (field, description) becomes one
+    google.rpc.BadRequest field violation; the metadata's `field` is the first one."""
+
+    def __init__(
+        self, message: str, violations: list[tuple[str, str]], *, reason: str | None = None
+    ) -> None:
+        super().__init__(
+            message,
+            reason=reason,
+            metadata={"violations": str(len(violations))},
+            field=violations[0][0] if violations else None,
+        )
+        self.violations = list(violations)
+
+
 class FailedPrecondition(JennahError):
     status = "FAILED_PRECONDITION"
 

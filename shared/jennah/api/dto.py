@@ -410,6 +410,18 @@ class CommitResponse(WireResponse):
     )
 
 
+# memory:import (memory:export answers a tar.gz of OKF files, no JSON)
+
+
+class ImportResponse(WireResponse):
+    """What an import of OKF files wrote, in one transaction."""
+
+    claims_imported: Int64 = 0
+    evidence_lines_imported: Int64 = 0
+    nodes_imported: Int64 = 0
+    edges_imported: Int64 = 0
+
+
 # memory:query
 
 

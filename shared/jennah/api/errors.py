@@ -22,7 +22,16 @@ from jennah.api.dto import (
     RetryInfo,
     Status,
 )
-from jennah.errors import Internal, InvalidArgument, JennahError, NotFound, Unimplemented
+from jennah.errors import (
+    Internal,
+    InvalidArgument,
+    InvalidFields,
+    JennahError,
+    NotFound,
+    Unimplemented,
+)
+
+MAX_FIELD_VIOLATIONS = 100  # listed in one error body (an InvalidFields may find more)
 
 
 class MethodNotAllowed(JennahError):
@@ -122,7 +131,14 @@ def error_response(err: JennahError) -> ErrorResponse:
         ErrorInfo(reason=err.reason or err.status, metadata=err.metadata)
     ]
     field = err.metadata.get("field")
-    if field is not None:
+    if isinstance(err, InvalidFields) and err.violations:
+        violations = err.violations[:MAX_FIELD_VIOLATIONS]
+        details.append(
+            BadRequest(
+                field_violations=[FieldViolation(field=f, description=d) for f, d in violations]
+            )
+        )
+    elif field is not None:
         details.append(
             BadRequest(field_violations=[FieldViolation(field=field, description=err.message)])
         )

@@ -45,11 +45,14 @@ class Headers(Protocol):
 @dataclass
 class Reply:
     """A successful answer: a response model (or a ready JSON object) and extra headers;
-    no body with a status such as 304 Not Modified."""
+    no body with a status such as 304 Not Modified; or, with `content`, those bytes as a
+    body of `media_type` (a file download)."""
 
     body: BaseModel | dict[str, object] | None
     headers: dict[str, str] = field(default_factory=dict)
     status: int = 200
+    content: bytes | None = None
+    media_type: str = "application/json"
 
 
 @dataclass(frozen=True)

@@ -151,12 +151,21 @@ def _operation(route: Route) -> dict[str, Any]:
             "required": route.body_required,
             "content": {"application/json": {"schema": _ref(route.request_model.__name__)}},
         }
+    if route.body_media_type is not None:
+        operation["requestBody"] = {
+            "required": True,
+            "content": {route.body_media_type: {"schema": _binary(route.body_media_type)}},
+        }
     ok: dict[str, Any] = {"description": "OK"}
     if route.response_model is not None:
         ok["content"] = {"application/json": {"schema": _ref(route.response_model.__name__)}}
+    if route.reply_media_type is not None:
+        ok["content"] = {route.reply_media_type: {"schema": _binary(route.reply_media_type)}}
     errors = dict(_ERRORS)
-    if route.request_model is not None:
+    if route.request_model is not None or route.body_media_type is not None:
         errors["413"] = _PAYLOAD_TOO_LARGE
+    if route.body_media_type is not None:
+        errors["415"] = f"INVALID_ARGUMENT: the body is not sent as {route.body_media_type}"
     operation["responses"] = {"200": ok} | {
         code: {"$ref": "#/components/responses/Error", "description": text}
         for code, text in sorted(errors.items())
@@ -193,6 +202,10 @@ def _conditional(operation: dict[str, Any]) -> None:
         "headers": etag,
     }
     operation["responses"] = dict(sorted(responses.items()))
+
+
+def _binary(media_type: str) -> dict[str, str]:
+    return {"type": "string", "contentMediaType": media_type, "format": "binary"}
 
 
 def _access_text(route: Route) -> str:

@@ -1,8 +1,8 @@
 """HTTP routing shared by every Cloud Function and by `jnh serve`.
 
-Each function serves its own routes only (`FORM_ROUTES`, `COMMIT_ROUTES`,
-`QUERY_ROUTES`, `INSPECT_ROUTES` with `STEP_ROUTES`, `EVIDENCE_ROUTES` and `BRIEF_ROUTES`,
-`SCOPE_ROUTES`,
+Each function serves its own routes only (`FORM_ROUTES`, `COMMIT_ROUTES` with
+`IMPORT_ROUTES`, `QUERY_ROUTES`, `INSPECT_ROUTES` with `STEP_ROUTES`, `EVIDENCE_ROUTES`,
+`BRIEF_ROUTES` and `EXPORT_ROUTES`, `SCOPE_ROUTES`,
 `VOCABULARY_ROUTES`, `USAGE_ROUTES`, `OPERATION_ROUTES`, `ADMIN_ROUTES`); `jnh serve` mounts
 `ALL_ROUTES`. A request goes through: match the path (404) and the method (405), authenticate
 (401), validate the path ids (400), authorize (every route declares its
@@ -35,12 +35,18 @@ from jennah.api import (
     formation,
     handlers,
     logs,
+    okf,
     operations,
     vocabulary,
 )
 from jennah.api.context import Services
-from jennah.api.errors import MethodNotAllowed, error_response, from_validation_error
-from jennah.domain import rules
+from jennah.api.errors import (
+    HttpRefusal,
+    MethodNotAllowed,
+    error_response,
+    from_validation_error,
+)
+from jennah.domain import okf_archive, rules
 from jennah.domain.access import Caller, Permission, ScopeKind
 from jennah.errors import Internal, InvalidArgument, JennahError, NotFound
 from jennah.services.access import Access, OpenedScope
@@ -85,6 +91,8 @@ class Route:
     response_model: type[BaseModel] | None = None
     # answers a strong ETag, and 304 with no body to an If-None-Match naming it
     conditional: bool = False
+    body_media_type: str | None = None  # a raw (non-JSON) body of this type, as bytes
+    reply_media_type: str | None = None  # a raw (non-JSON) answer of this type
 
     @property
     def path_params(self) -> list[str]:
@@ -120,6 +128,8 @@ def _memory_routes(
     request_model: type[BaseModel] | None = None,
     params_model: type[BaseModel] | None = None,
     response_model: type[BaseModel] | None = None,
+    body_media_type: str | None = None,
+    reply_media_type: str | None = None,
 ) -> tuple[Route, ...]:
     create = permission is Permission.MEMORY_COMMIT
     return tuple(
@@ -134,6 +144,8 @@ def _memory_routes(
             request_model=request_model,
             params_model=params_model,
             response_model=response_model,
+            body_media_type=body_media_type,
+            reply_media_type=reply_media_type,
         )
         for collection, param, noun, kind in (
             ("agents", "agentInstanceId", "agent workspace", ScopeKind.AGENT),
@@ -271,6 +283,29 @@ BRIEF_ROUTES: tuple[Route, ...] = tuple(
         ("scopes", "scopeId", "any scope", None),
     )
 )  # fmt: skip
+# OKF files (jennah.domain.okf) in a gzip-compressed tar: export reads like memory:query,
+# import writes like memory:commit (the `inspect` and `commit` functions serve them).
+EXPORT_ROUTES = _memory_routes(
+    "GET",
+    "export",
+    okf.export,
+    "Export all the memory as OKF files in a .tar.gz: claims/{id}.md (YAML front matter "
+    "and body) for every claim whatever its status, evidence/{id}.jsonl, graph/nodes.jsonl, "
+    "graph/edges.jsonl and index.md; the same memory exports to the same bytes",
+    Permission.MEMORY_QUERY,
+    reply_media_type=okf_archive.MEDIA_TYPE,
+)
+IMPORT_ROUTES = _memory_routes(
+    "POST",
+    "import",
+    okf.import_,
+    "Import OKF files (a .tar.gz body, Content-Type application/gzip, as memory:export "
+    "writes) into an empty scope in one transaction: every file is validated first and "
+    "every fault is named (file and field); nothing is written unless all is good",
+    Permission.MEMORY_COMMIT,
+    response_model=dto.ImportResponse,
+    body_media_type=okf_archive.MEDIA_TYPE,
+)
 SCOPE_ROUTES: tuple[Route, ...] = (
     Route(
         "GET", "/v1/agents", handlers.list_agents, "agents.list",
@@ -412,6 +447,8 @@ ALL_ROUTES: tuple[Route, ...] = (
     + COMMIT_ROUTES
     + QUERY_ROUTES
     + INSPECT_ROUTES
+    + EXPORT_ROUTES
+    + IMPORT_ROUTES
     + STEP_ROUTES
     + EVIDENCE_ROUTES
     + BRIEF_ROUTES
@@ -466,6 +503,8 @@ def dispatch(request: flask.Request, routes: Sequence[Route], services: Services
     if route.request_model is not None:
         raw = bodies.read_body(request.stream, request.content_length)
         parsed: Any = bodies.parse_json(raw, route.request_model)
+    elif route.body_media_type is not None:
+        parsed = raw_body(request, route.body_media_type)
     else:
         parsed, params = params, None
     return route.handler(
@@ -528,6 +567,20 @@ def options_reply(allowed: list[str]) -> flask.Response:
     return flask.Response(status=204, headers={"Allow": ", ".join(allowed)})
 
 
+def raw_body(request: flask.Request, media_type: str) -> bytes:
+    """A non-JSON body: 415 unless its Content-Type is `media_type`, then read bounded
+    like any body (413 past bodies.MAX_BODY_BYTES)."""
+    if request.mimetype != media_type:
+        raise HttpRefusal(
+            415,
+            f"the body must be sent as Content-Type {media_type}, not "
+            f"{request.mimetype[:100] or 'none'}",
+            "UNSUPPORTED_MEDIA_TYPE",
+            {"expected": media_type},
+        )
+    return bodies.read_body(request.stream, request.content_length)
+
+
 def parse_params(args: Any, model: type[BaseModel]) -> BaseModel:
     """Query parameters, each given at most once, validated like a body."""
     values: dict[str, str] = {}
@@ -547,6 +600,8 @@ def parse_params(args: Any, model: type[BaseModel]) -> BaseModel:
 
 
 def reply_response(reply: handlers.Reply) -> flask.Response:
+    if reply.content is not None:  # a file download
+        return flask.Response(reply.content, reply.status, reply.headers, mimetype=reply.media_type)
     if reply.body is None:
         return flask.Response(status=reply.status, headers=reply.headers)
     return json_response(dto_body(reply.body), reply.status, reply.headers)

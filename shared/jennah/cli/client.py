@@ -97,8 +97,31 @@ class ApiClient:
     def delete(self, path: str, params: dict[str, str] | None = None) -> dict[str, Any]:
         return self._call("DELETE", path, params=params or {})
 
+    def get_bytes(self, path: str) -> bytes:
+        """GET a file download (a non-JSON answer): its bytes, or the error it answers."""
+        response = self._send("GET", path)
+        if response.is_success and not response.headers.get("content-type", "").startswith(
+            "application/json"
+        ):
+            return response.content
+        _answer(response)
+        raise ApiError("UNKNOWN", response.status_code, "expected a file, got a JSON answer")
+
+    def post_bytes(self, path: str, content: bytes, content_type: str) -> dict[str, Any]:
+        """POST a non-JSON body; the JSON answer."""
+        return _answer(
+            self._send("POST", path, content=content, headers={"Content-Type": content_type})
+        )
+
     def _call(self, method: str, path: str, **kwargs: Any) -> dict[str, Any]:
-        headers = {"Authorization": f"Bearer {self.token}"} if self.token else {}
+        return _answer(self._send(method, path, **kwargs))
+
+    def _send(
+        self, method: str, path: str, headers: dict[str, str] | None = None, **kwargs: Any
+    ) -> httpx.Response:
+        headers = dict(headers or {})
+        if self.token:
+            headers["Authorization"] = f"Bearer {self.token}"
         if self.enterprise:
             headers["X-Jennah-Enterprise"] = self.enterprise
         url = self.endpoint.rstrip("/") + path
@@ -116,7 +139,7 @@ class ApiClient:
             ) from None
         except httpx.HTTPError as exc:
             raise CannotConnect(f"cannot talk to {self.endpoint}: {exc}") from None
-        return _answer(response)
+        return response
 
 
 def _answer(response: httpx.Response) -> dict[str, Any]:
@@ -128,10 +151,25 @@ def _answer(response: httpx.Response) -> dict[str, Any]:
         return body
     error = body.get("error") if isinstance(body, dict) else None
     if isinstance(error, dict) and "status" in error:
-        raise ApiError(str(error["status"]), response.status_code, str(error.get("message", "")))
+        message = str(error.get("message", "")) + _violations(error)
+        raise ApiError(str(error["status"]), response.status_code, message)
     raise ApiError(
         "UNKNOWN", response.status_code, f"unexpected HTTP {response.status_code} answer"
     )
+
+
+def _violations(error: dict[str, Any]) -> str:
+    """When an error names several fields (an import's faults), one line for each."""
+    found = [
+        violation
+        for detail in error.get("details", [])
+        if isinstance(detail, dict)
+        for violation in detail.get("fieldViolations", [])
+        if isinstance(violation, dict)
+    ]
+    if len(found) < 2:
+        return ""
+    return "".join(f"\n  {v.get('field')}: {v.get('description')}" for v in found)
 
 
 def local_failure(err: JennahError) -> ApiError:

@@ -46,3 +46,29 @@ def _spin(label: str, out: TextIO, done: threading.Event) -> None:
         frame += 1
         if done.wait(INTERVAL_SECONDS):
             return
+
+
+BAR_WIDTH = 30
+
+
+class Bar:
+    """A progress bar on standard error (`[#####-----] 3/10 label`) when it is a terminal,
+    nothing at all otherwise; `close` clears the line."""
+
+    def __init__(self, total: int, stream: TextIO | None = None) -> None:
+        self.total = total
+        self.out = stream if stream is not None else sys.stderr
+        self.shown = self.out.isatty()
+
+    def show(self, done: int, label: str = "") -> None:
+        if not self.shown:
+            return
+        filled = BAR_WIDTH * done // self.total if self.total else BAR_WIDTH
+        bar = "#" * filled + "-" * (BAR_WIDTH - filled)
+        self.out.write(f"{_CLEAR}[{bar}] {done}/{self.total} {label}"[:200])
+        self.out.flush()
+
+    def close(self) -> None:
+        if self.shown:
+            self.out.write(_CLEAR)
+            self.out.flush()
