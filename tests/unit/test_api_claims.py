@@ -218,6 +218,8 @@ BAD: list[tuple[dict[str, Any], str, str]] = [
     ({"extensions": {"summary": '"x"'}}, "chunks[0].extensions.summary",
      "own front-matter key"),
     ({"extensions": {"n": 1}}, "chunks[0].extensions.n", "string"),
+    ({"extensions": {"jennah_formed_at": '"2020-01-01T00:00:00Z"'}},
+     "chunks[0].extensions.jennah_formed_at", "reserved"),
     ({"formedAt": JAN}, "chunks[0].formedAt", "unknown field"),
     ({"revision": 3}, "chunks[0].revision", "unknown field"),
     ({"reinforcementCount": 3}, "chunks[0].reinforcementCount", "unknown field"),

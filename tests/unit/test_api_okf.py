@@ -78,7 +78,7 @@ def test_export_answers_a_deterministic_tar_gz_that_imports_into_an_empty_scope(
     original = api.post("/v1/agents/bot/memory:query", query).get_json()["semantic"]["results"]
     copied = api.post("/v1/scopes/copy/memory:query", query).get_json()["semantic"]["results"]
     assert [r.pop("createdAt") for r in copied] != [r.pop("createdAt") for r in original]
-    assert copied == original  # the same answer, but the commit time of the rows
+    assert copied == original  # the same answer (formedAt too), but the commit time of the rows
 
 
 def test_a_bad_import_names_every_file_and_field_and_writes_nothing(api: Api) -> None:

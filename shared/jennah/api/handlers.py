@@ -15,6 +15,7 @@ from pydantic import BaseModel
 
 from jennah.api import dto
 from jennah.api.context import Services
+from jennah.domain import okf
 from jennah.domain.access import ApiKey, Caller, CallerKind, RoleBinding, ScopeKind
 from jennah.domain.models import (
     Direction,
@@ -466,7 +467,7 @@ def chunk_out(record: MemoryRecord, score: float | None = None) -> dto.Chunk:
         authority=record.authority.value,
         confidence=record.confidence,
         durability=record.durability.value,
-        formed_at=record.created_at,
+        formed_at=okf.formed_at(record),
         last_reinforced_at=record.last_reinforced_at,
         reinforcement_count=record.reinforcement_count,
         valid_until=record.valid_until,
@@ -475,7 +476,9 @@ def chunk_out(record: MemoryRecord, score: float | None = None) -> dto.Chunk:
         sensitivity=record.sensitivity.value,
         revision=record.revision,
         needs_enrichment=record.needs_enrichment,
-        extensions=record.extensions,
+        extensions={
+            key: value for key, value in record.extensions.items() if key != okf.FORMED_AT_EXTENSION
+        },
     )
 
 

@@ -45,6 +45,10 @@ FRONT_MATTER_KEYS = frozenset(
     }
 )  # fmt: skip
 
+# Front-matter keys the service writes itself (an export's restore state): never an extension
+# a caller gives.
+RESERVED_PREFIX = "jennah_"
+
 
 def check_length(value: str, bound: int, field: str) -> None:
     if len(value) > bound:
@@ -110,6 +114,12 @@ def check_extensions(extensions: Mapping[str, str], field: str) -> None:
             raise InvalidArgument(
                 f"{where[:120]}: the key must be 1-{rules.MAX_METADATA_KEY_LENGTH} "
                 "characters of letters, digits, '_', '.' and '-'",
+                field=where,
+            )
+        if key.startswith(RESERVED_PREFIX):
+            raise InvalidArgument(
+                f"{where}: keys starting {RESERVED_PREFIX!r} are reserved for the service's "
+                "own front matter",
                 field=where,
             )
         if key in FRONT_MATTER_KEYS:
