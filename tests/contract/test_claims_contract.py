@@ -132,13 +132,28 @@ def test_every_claim_field_round_trips(store: MemoryStore, scope: ScopeRef) -> N
 
 
 def test_a_replace_rewrites_the_claim_fields(store: MemoryStore, scope: ScopeRef) -> None:
+    """...as the stored claim's next revision, keeping its reinforcement (only claim updates
+    change that), whatever revision and reinforcement the plan's record carries."""
     written = full_claim(scope)
     store.apply(registered(scope, written))
     plain = written.model_copy(
-        update={"applies_to": [], "related": ["c-x"], "needs_enrichment": False, "extensions": {}}
-    )
+        update={
+            "applies_to": [], "related": ["c-x"], "needs_enrichment": False, "extensions": {},
+            "revision": 1, "reinforcement_count": 0, "last_reinforced_at": None,
+        }
+    )  # fmt: skip
     store.apply(CommitPlan(scope=scope, chunks=[plain]))
-    assert fields(one_chunk(store, scope, written.id)) == fields(plain)
+    got = one_chunk(store, scope, written.id)
+    assert got.revision == written.revision + 1
+    assert (got.reinforcement_count, got.last_reinforced_at) == (
+        written.reinforcement_count,
+        written.last_reinforced_at,
+    )
+    assert written.reinforcement_count > 0 and written.last_reinforced_at is not None
+    kept = {"revision", "reinforcement_count", "last_reinforced_at"}
+    assert got.model_dump(exclude=_STORE_STAMPED | kept) == plain.model_dump(
+        exclude=_STORE_STAMPED | kept
+    )
 
 
 # -- claim updates -------------------------------------------------------------------
@@ -502,3 +517,12 @@ def test_destroy_scope_erases_evidence_briefs_and_change_log(
     assert store.list_evidence(scope, [written.id]) == []
     assert store.get_brief(scope, BriefVariant.FULL) is None
     assert store.list_change_log(scope, 10) == []
+
+
+def test_a_registration_keeps_the_time_zone_it_is_written_with(
+    store: MemoryStore, scope: ScopeRef
+) -> None:
+    record = ScopeRecord(scope=scope, kind="subject", time_zone="America/Los_Angeles")
+    store.apply(CommitPlan(scope=scope, registration=record))
+    registration = store.get_scope(scope)
+    assert registration is not None and registration.time_zone == "America/Los_Angeles"

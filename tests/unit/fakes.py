@@ -232,9 +232,13 @@ class FakeStore:
             old = staged.chunks.get((scope, chunk.id))
             new = chunk.model_copy(deep=True)
             new.created_at, new.updated_at = stamp, stamp
-            if old is not None:
-                keep = ("created_at", "valid_at", "invalid_at", "superseded_by", "status")
+            if old is not None:  # a replace is the next revision; only updates reinforce
+                keep = (
+                    "created_at", "valid_at", "invalid_at", "superseded_by", "status",
+                    "reinforcement_count", "last_reinforced_at",
+                )  # fmt: skip
                 new = new.model_copy(update={k: getattr(old, k) for k in keep})
+                new.revision = old.revision + 1
             staged.chunks[(scope, chunk.id)] = new
         for node in plan.nodes:
             old_node = staged.nodes.get((scope, node.node_id))

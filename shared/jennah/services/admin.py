@@ -479,12 +479,7 @@ def create_scope(
         raise _exists(scope_id)
     registration = opened.registration.model_copy(update={"time_zone": time_zone})
     store.apply(CommitPlan(scope=ref, registration=registration))
-    record = store.get_scope(ref) or registration
-    if record.time_zone != time_zone:
-        # a store that registers without the zone (the SQLite and Spanner adapters of
-        # i16-store at 023ca3a / c222e74): set it on the registration just written
-        record = store.set_time_zone(ref, time_zone)
-    return record
+    return store.get_scope(ref) or registration
 
 
 def set_time_zone(store: MemoryStore, opened: OpenedScope, time_zone: str) -> ScopeRecord:

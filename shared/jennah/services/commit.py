@@ -68,7 +68,6 @@ def commit(
     for record, vector in zip(plan.chunks, vectors, strict=True):
         record.embedding = vector
     plan.chunks = list({c.id: c for c in plan.chunks}.values())
-    _carry_claim_state(command, plan, store)
     plan.edges = list({e.edge_id: e for e in plan.edges}.values())
     plan.nodes = list({n.node_id: n for n in plan.nodes}.values())
     result = store.apply(plan)
@@ -78,20 +77,6 @@ def commit(
             "edge_ids": [e.edge_id for e in plan.edges],
         }
     )
-
-
-def _carry_claim_state(command: CommitCommand, plan: CommitPlan, store: MemoryStore) -> None:
-    """A replace is a new revision of the stored claim and keeps its reinforcement: the
-    request cannot set either, and the store writes what the plan's record holds."""
-    if not plan.chunks:
-        return
-    stored = {r.id: r for r in store.get_chunks(command.scope, [c.id for c in plan.chunks])}
-    for record in plan.chunks:
-        old = stored.get(record.id)
-        if old is not None:
-            record.revision = old.revision + 1
-            record.reinforcement_count = old.reinforcement_count
-            record.last_reinforced_at = old.last_reinforced_at
 
 
 def _check_bounds(command: CommitCommand) -> None:

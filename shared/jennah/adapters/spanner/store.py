@@ -115,10 +115,14 @@ DESTROY_ROWS_PER_TRANSACTION = 10_000
 _BATCHED_TABLES = tuple(t for t in SCOPED_TABLES if t not in {"evidence", "scopes"})
 
 # Columns a create-or-replace never rewrites on an existing row: the validity
-# window and lifecycle (only supersessions change them) and the transaction time.
+# window and lifecycle (only supersessions change them), the reinforcement (only claim
+# updates change it) and the transaction time. A replace is the claim's next revision.
 _KEPT_ON_REPLACE = frozenset(
-    {"valid_at", "invalid_at", "superseded_by", "status", "retired_at", "created_at"}
-)
+    {
+        "valid_at", "invalid_at", "superseded_by", "status", "retired_at", "created_at",
+        "reinforcement_count", "last_reinforced_at",
+    }
+)  # fmt: skip
 # Node filter keys and the columns they match.
 NODE_FILTER_COLUMNS = {"NodeId": "node_id", "Label": "label", "NodeType": "node_type"}
 
@@ -676,6 +680,7 @@ class _PlanWriter:
             "kind": record.kind,
             "created_at": COMMIT_TIMESTAMP,
             "created_by": record.created_by,
+            "time_zone": record.time_zone,
         }
         self._put(txn, "scopes", False, values)
 
@@ -692,13 +697,18 @@ class _PlanWriter:
             txn, table, set(planned) | {c.target_id for c in supersessions}
         )
         windows = {row_id: row.window for row_id, row in planned.items()} | existing
-        for row_id in planned.keys() & existing.keys():  # a replace rewrites the revision
-            windows[row_id] = replace(windows[row_id], revision=planned[row_id].window.revision)
+        for row_id in planned.keys() & existing.keys():  # a replace is the next revision
+            stored = existing[row_id].revision
+            windows[row_id] = replace(
+                windows[row_id], revision=None if stored is None else stored + 1
+            )
         closed = _apply_supersessions(table, windows, supersessions)
         if table.has_status:
             self._windows = windows  # what the claim updates check against
         for row_id, row in planned.items():
             values = row.replace if row_id in existing else dict(row.insert)
+            if row_id in existing and table.has_status:
+                values = values | {"revision": windows[row_id].revision}
             if row_id in closed:
                 values |= table.closed(windows[row_id])
             self._put(txn, table.name, row_id in existing, {table.id_column: row_id} | values)

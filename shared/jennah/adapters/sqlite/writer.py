@@ -18,7 +18,8 @@ if TYPE_CHECKING:
     from sqlite3 import Connection
 
 # A replace never touches valid_at, invalid_at, superseded_by, status,
-# created_at or retired_at: only supersessions change validity.
+# created_at or retired_at: only supersessions change validity. Nor the reinforcement
+# (only claim updates change it); a replace is the stored claim's next revision.
 _UPSERT_RECORD = f"""
 INSERT INTO memory_records ({codec.RECORD_COLUMNS}) VALUES (
   :enterprise_id, :scope_id, :id, :key, :revision, :content_hash, :text, :summary, :about,
@@ -28,15 +29,15 @@ INSERT INTO memory_records ({codec.RECORD_COLUMNS}) VALUES (
   :applies_to, :related, :needs_enrichment, :extensions,
   CASE WHEN :embedding IS NULL THEN NULL ELSE vec_f32(:embedding) END)
 ON CONFLICT (enterprise_id, scope_id, id) DO UPDATE SET
-  key = excluded.key, revision = excluded.revision, content_hash = excluded.content_hash,
+  key = excluded.key, revision = memory_records.revision + 1,
+  content_hash = excluded.content_hash,
   text = excluded.text, summary = excluded.summary, about = excluded.about,
   when_to_use = excluded.when_to_use, type = excluded.type, metadata = excluded.metadata,
   strength = excluded.strength, pin = excluded.pin, authority = excluded.authority,
   confidence = excluded.confidence, sensitivity = excluded.sensitivity,
   valid_until = excluded.valid_until, updated_at = excluded.updated_at,
   supersedes = coalesce(excluded.supersedes, memory_records.supersedes),
-  durability = excluded.durability, reinforcement_count = excluded.reinforcement_count,
-  last_reinforced_at = excluded.last_reinforced_at, applies_to = excluded.applies_to,
+  durability = excluded.durability, applies_to = excluded.applies_to,
   related = excluded.related, needs_enrichment = excluded.needs_enrichment,
   extensions = excluded.extensions, embedding = excluded.embedding
 """
@@ -96,8 +97,8 @@ VALUES (:enterprise_id, :scope_id, :recorded_at, :id, :change, :day, :from_value
 
 # A scope registers once: a later registration leaves the first one as it is.
 _REGISTER_SCOPE = """
-INSERT INTO scopes (enterprise_id, scope_id, kind, created_at, created_by)
-VALUES (?, ?, ?, ?, ?)
+INSERT INTO scopes (enterprise_id, scope_id, kind, created_at, created_by, time_zone)
+VALUES (?, ?, ?, ?, ?, ?)
 ON CONFLICT (enterprise_id, scope_id) DO NOTHING
 """
 
@@ -166,7 +167,14 @@ def _register(conn: Connection, plan: CommitPlan, commit_us: int) -> None:
         scope = plan.scope
         conn.execute(
             _REGISTER_SCOPE,
-            (scope.enterprise_id, scope.scope_id, record.kind, commit_us, record.created_by),
+            (
+                scope.enterprise_id,
+                scope.scope_id,
+                record.kind,
+                commit_us,
+                record.created_by,
+                record.time_zone,
+            ),
         )
 
 
