@@ -93,7 +93,7 @@ locals {
       enabled       = true
     }
     inspect = {
-      description   = "GET /v1/{agents,scopes}/{id}/memory:inspect and GET /v1/agents/{id}/memory/steps/{stepId}"
+      description   = "GET /v1/{agents,scopes}/{id}/memory:inspect, GET /v1/agents/{id}/memory/steps/{stepId} and GET /v1/{agents,scopes}/{id}/memory/brief"
       public        = true
       invoker       = null
       memory        = "512Mi"

@@ -128,6 +128,8 @@ REQUESTS: dict[str, tuple[str, str, dict[str, Any] | None]] = {
     "scopes.memory.query": ("POST", f"{S}/memory:query", QUERY),
     "agents.memory.inspect": ("GET", f"{A}/memory:inspect", None),
     "scopes.memory.inspect": ("GET", f"{S}/memory:inspect", None),
+    "agents.memory.brief.get": ("GET", f"{A}/memory/brief", None),
+    "scopes.memory.brief.get": ("GET", f"{S}/memory/brief", None),
     "agents.list": ("GET", "/v1/agents", None),
     "scopes.list": ("GET", "/v1/scopes", None),
     "scopes.create": ("POST", "/v1/scopes", {"scopeId": "team.y", "kind": "SUBJECT"}),
@@ -166,6 +168,8 @@ EXPECTED: dict[str, tuple[int, int, int, int | None, int]] = {
     "scopes.memory.query":   (200, 404, 404, 404, 200),
     "agents.memory.inspect": (200, 404, 404, 404, 200),
     "scopes.memory.inspect": (200, 404, 404, 404, 200),
+    "agents.memory.brief.get": (200, 404, 404, 404, 200),
+    "scopes.memory.brief.get": (200, 404, 404, 404, 200),
     "agents.list":           (200, 200, 403, 200, 200),
     "scopes.list":           (200, 200, 403, 200, 200),
     "scopes.create":         (200, 200, 403, 404, 200),
@@ -191,7 +195,7 @@ EXPECTED: dict[str, tuple[int, int, int, int | None, int]] = {
 MATRIX: dict[str, Row] = {
     op: Row(*REQUESTS[op], *EXPECTED[op]) for op in sorted(REQUESTS.keys() & EXPECTED.keys())
 }
-# every (route, case) pair that applies: 28 routes x 9 cases, less the 10 n/a
+# every (route, case) pair that applies: 30 routes x 9 cases, less the 10 n/a
 MATRIX_CASES = [
     (op, case) for op, row in MATRIX.items() for case in CASES if getattr(row, case) is not None
 ]

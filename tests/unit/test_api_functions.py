@@ -57,6 +57,16 @@ def test_the_inspect_function_lists(container: Container) -> None:
     assert response.get_json()["chunks"] == []
 
 
+def test_the_inspect_function_serves_the_brief(container: Container) -> None:
+    client("scopes").post("/v1/scopes", json={"scopeId": "bot", "kind": "AGENT"}, headers=AUTH)
+    response = client("inspect").get("/v1/agents/bot/memory/brief", headers=AUTH)
+    assert response.status_code == 200
+    assert response.get_json()["brief"].startswith('<memory-brief scope="bot" variant="full">')
+    etag = {"If-None-Match": response.headers["ETag"]}
+    again = client("inspect").get("/v1/agents/bot/memory/brief", headers=AUTH | etag)
+    assert again.status_code == 304
+
+
 def test_the_scopes_function_lists_creates_and_destroys(container: Container) -> None:
     scopes = client("scopes")
     created = scopes.post("/v1/scopes", json={"scopeId": "bot", "kind": "AGENT"}, headers=AUTH)

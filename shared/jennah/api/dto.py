@@ -1158,6 +1158,34 @@ class RetryInfo(WireResponse):
     retry_delay: str
 
 
+class BriefParams(WireRequest):
+    """Query parameters of GET .../memory/brief."""
+
+    variant: Literal["full", "shared"] = Field(
+        default="full",
+        description=(
+            "full (the default): every section; shared: without Last conversation, for a "
+            "thread several people read"
+        ),
+    )
+
+
+class BriefResponse(WireResponse):
+    """The scope's brief: what its agent starts every conversation with.
+
+    A block of data (never instructions) of at most 2,000 tokens: Identity, Directives
+    (hard rules first), Topic index (what the scope holds, with counts) and, in the full
+    variant, Last conversation. Each line quotes one claim, escaped and length-capped, and
+    ends with its `memory://{scope}/{memoryId}` reference. The same memory always gives
+    the same bytes; lines whose claim's validUntil has passed are left out when served.
+    """
+
+    brief: str
+    token_count: Int32 = Field(
+        description="Its tokens, counted with the WordPiece tokenizer of all-MiniLM-L6-v2"
+    )
+
+
 class Status(WireResponse):
     """google.rpc.Status as Google's REST APIs print it."""
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from pydantic import BaseModel
 
@@ -35,12 +35,20 @@ from jennah.services.access import OpenedScope
 from jennah.services.paging import Paging
 
 
+class Headers(Protocol):
+    """A request's headers, looked up case-insensitively by name."""
+
+    def get(self, key: str, /) -> str | None: ...
+
+
 @dataclass
 class Reply:
-    """A successful answer: a response model (or a ready JSON object) and extra headers."""
+    """A successful answer: a response model (or a ready JSON object) and extra headers;
+    no body with a status such as 304 Not Modified."""
 
-    body: BaseModel | dict[str, object]
+    body: BaseModel | dict[str, object] | None
     headers: dict[str, str] = field(default_factory=dict)
+    status: int = 200
 
 
 @dataclass(frozen=True)
@@ -52,6 +60,7 @@ class Call:
     path: Mapping[str, str]
     request: Any  # the parsed body or query parameters; None when the route takes neither
     opened: OpenedScope | None = None  # set on routes whose path names a scope
+    headers: Headers = field(default_factory=dict[str, str])  # the request's
 
     @property
     def scope(self) -> OpenedScope:

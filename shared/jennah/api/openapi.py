@@ -161,7 +161,38 @@ def _operation(route: Route) -> dict[str, Any]:
         code: {"$ref": "#/components/responses/Error", "description": text}
         for code, text in sorted(errors.items())
     }
+    if route.conditional:
+        _conditional(operation)
     return operation
+
+
+def _conditional(operation: dict[str, Any]) -> None:
+    """A route answering a strong ETag, and 304 to an If-None-Match that names it."""
+    etag = {
+        "ETag": {
+            "description": "A strong entity tag: a hash of the bytes served",
+            "schema": {"type": "string"},
+        }
+    }
+    operation["parameters"].append(
+        {
+            "name": "If-None-Match",
+            "in": "header",
+            "required": False,
+            "description": (
+                "Entity tags (RFC 9110: a comma-separated list, W/ tags compared weakly, "
+                "or *): when one is the current ETag, the answer is 304 with no body"
+            ),
+            "schema": {"type": "string"},
+        }
+    )
+    responses = operation["responses"]
+    responses["200"]["headers"] = etag
+    responses["304"] = {
+        "description": "Not Modified: If-None-Match names the current ETag; no body",
+        "headers": etag,
+    }
+    operation["responses"] = dict(sorted(responses.items()))
 
 
 def _access_text(route: Route) -> str:

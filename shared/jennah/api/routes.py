@@ -1,7 +1,7 @@
 """HTTP routing shared by every Cloud Function and by `jnh serve`.
 
 Each function serves its own routes only (`FORM_ROUTES`, `COMMIT_ROUTES`,
-`QUERY_ROUTES`, `INSPECT_ROUTES` with `STEP_ROUTES`, `SCOPE_ROUTES`,
+`QUERY_ROUTES`, `INSPECT_ROUTES` with `STEP_ROUTES` and `BRIEF_ROUTES`, `SCOPE_ROUTES`,
 `VOCABULARY_ROUTES`, `USAGE_ROUTES`, `OPERATION_ROUTES`, `ADMIN_ROUTES`); `jnh serve` mounts
 `ALL_ROUTES`. A request goes through: match the path (404) and the method (405), authenticate
 (401), validate the path ids (400), authorize (every route declares its
@@ -26,7 +26,17 @@ from typing import Any
 import flask
 from pydantic import BaseModel, ValidationError
 
-from jennah.api import billing, bodies, dto, formation, handlers, logs, operations, vocabulary
+from jennah.api import (
+    billing,
+    bodies,
+    brief,
+    dto,
+    formation,
+    handlers,
+    logs,
+    operations,
+    vocabulary,
+)
 from jennah.api.context import Services
 from jennah.api.errors import MethodNotAllowed, error_response, from_validation_error
 from jennah.domain import rules
@@ -71,6 +81,8 @@ class Route:
     request_model: type[BaseModel] | None = None  # the JSON body
     params_model: type[BaseModel] | None = None  # the query parameters
     response_model: type[BaseModel] | None = None
+    # answers a strong ETag, and 304 with no body to an If-None-Match naming it
+    conditional: bool = False
 
     @property
     def path_params(self) -> list[str]:
@@ -199,6 +211,22 @@ INSPECT_ROUTES = _memory_routes(
     params_model=dto.InspectParams,
     response_model=dto.InspectResponse,
 )
+# The brief: a singleton resource under the scope's memory, like the steps collection.
+BRIEF_ROUTES: tuple[Route, ...] = tuple(
+    Route(
+        "GET", f"/v1/{collection}/{{{param}}}/memory/brief", brief.get_brief,
+        f"{collection}.memory.brief.get",
+        "Read the scope's brief: a compact, byte-stable block of data (at most 2,000 "
+        "tokens) an agent starts every conversation with; ?variant=shared leaves out the "
+        f"last conversation ({noun})",
+        Permission.MEMORY_QUERY, scope=ScopeAccess(kind),
+        params_model=dto.BriefParams, response_model=dto.BriefResponse, conditional=True,
+    )
+    for collection, param, noun, kind in (
+        ("agents", "agentInstanceId", "agent workspace", ScopeKind.AGENT),
+        ("scopes", "scopeId", "any scope", None),
+    )
+)  # fmt: skip
 SCOPE_ROUTES: tuple[Route, ...] = (
     Route(
         "GET", "/v1/agents", handlers.list_agents, "agents.list",
@@ -332,6 +360,7 @@ ALL_ROUTES: tuple[Route, ...] = (
     + QUERY_ROUTES
     + INSPECT_ROUTES
     + STEP_ROUTES
+    + BRIEF_ROUTES
     + SCOPE_ROUTES
     + VOCABULARY_ROUTES
     + USAGE_ROUTES
@@ -350,8 +379,7 @@ def serve(request: flask.Request, routes: Sequence[Route], services: Services) -
         if request.method == "OPTIONS":
             response = options_reply(allowed_methods(request.path, routes))
         else:
-            reply = dispatch(request, routes, services)
-            response = json_response(dto_body(reply.body), 200, reply.headers)
+            response = reply_response(dispatch(request, routes, services))
     except JennahError as err:
         response = error_reply(err)
     except Exception as exc:  # anything unexpected: log it, tell the caller nothing inside
@@ -387,7 +415,7 @@ def dispatch(request: flask.Request, routes: Sequence[Route], services: Services
         parsed = parse_params(request.args, route.params_model)
     else:
         parsed = None
-    return route.handler(handlers.Call(services, caller, path, parsed, opened))
+    return route.handler(handlers.Call(services, caller, path, parsed, opened, request.headers))
 
 
 def authorize(
@@ -461,6 +489,12 @@ def parse_params(args: Any, model: type[BaseModel]) -> BaseModel:
         return model.model_validate(values)
     except ValidationError as exc:
         raise from_validation_error(exc) from None
+
+
+def reply_response(reply: handlers.Reply) -> flask.Response:
+    if reply.body is None:
+        return flask.Response(status=reply.status, headers=reply.headers)
+    return json_response(dto_body(reply.body), reply.status, reply.headers)
 
 
 def dto_body(body: BaseModel | dict[str, object]) -> dict[str, object]:
