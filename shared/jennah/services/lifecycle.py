@@ -1,0 +1,254 @@
+"""The lifecycle ("dream") pass: one scope's (`dream`), or every scope's (`nightly`).
+
+A pass reads the scope's active claims, works out the transitions due at `now`
+(`jennah.domain.lifecycle`: expire, decay, promote), recompiles the briefs from the
+claims that stay active (`jennah.services.brief.compile_briefs`) and applies ONE
+CommitPlan: the claim updates, each under the revision it read, the change-log lines
+and the briefs that changed. Nothing is written when nothing is due and the briefs
+compile to the bytes already stored, so replaying a pass at the same `now` changes
+nothing: no update, no change-log line, no brief write (a brief's `compiled_at` is
+therefore when its bytes last changed).
+
+No write overwrites another. A claim another writer changed after the pass read it
+fails the plan whole with Aborted REVISION_CHANGED; the pass then reads again and
+recomputes. After a plan lands the pass reads once more and stops only when that read
+finds nothing to do: so the brief it leaves was compiled from a read made after its own
+last write (a claim committed while the pass was compiling is in the brief, or the pass
+goes round again). At most MAX_ROUNDS rounds: losing every one of them is Aborted
+REVISION_CHANGED, nothing of the last round written.
+
+Triggers: `dream_after_change` after a formation or memory:commit that changed claims,
+`POST …/memory:dream` on demand, and the private `lifecycle` function every night
+(`nightly`: every scope of every enterprise, resuming where a killed walk stopped).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+
+from jennah.domain import lifecycle
+from jennah.domain.lifecycle import Change, Transition, WalkCursor
+from jennah.domain.models import (
+    CommitPlan,
+    MemoryRecord,
+    ScopeRecord,
+    ScopeRef,
+    Status,
+    StoredBrief,
+)
+from jennah.domain.rules import REVISION_CHANGED
+from jennah.errors import Aborted, JennahError, NotFound
+from jennah.ports.cursors import CursorStore
+from jennah.ports.store import MemoryStore
+from jennah.services.brief import compile_briefs
+
+log = logging.getLogger(__name__)
+
+MAX_ROUNDS = 5  # reads of one pass: its write, and what another writer made it redo
+CLAIMS_PAGE = 1000  # list_claims page size
+WALK_BATCH = 100  # scopes read per walk_scopes call
+CURSOR = "lifecycle"  # the nightly walk's cursor name
+
+
+@dataclass(frozen=True)
+class DreamReport:
+    """What one pass changed in a scope: claims expired, promoted and decayed, and
+    whether a brief was rewritten. `rounds` counts the plans it computed."""
+
+    scope: ScopeRef
+    expired: int = 0
+    promoted: int = 0
+    decayed: int = 0
+    brief_changed: bool = False
+    rounds: int = 0
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.expired or self.promoted or self.decayed or self.brief_changed)
+
+    def plus(self, moves: Sequence[Transition], briefs: Sequence[StoredBrief]) -> DreamReport:
+        def count(change: Change) -> int:
+            return sum(1 for move in moves if move.change is change)
+
+        return replace(
+            self,
+            expired=self.expired + count(Change.EXPIRED),
+            promoted=self.promoted + count(Change.PROMOTED),
+            decayed=self.decayed + count(Change.DECAYED),
+            brief_changed=self.brief_changed or bool(briefs),
+        )
+
+
+def dream(
+    store: MemoryStore, scope: ScopeRef, now: datetime, *, time_zone: str | None = None
+) -> DreamReport:
+    """Run the lifecycle pass over one scope at `now` (see the module doc).
+
+    `time_zone` is the scope's (its registration's when None: NotFound for a scope
+    that is not registered). Aborted REVISION_CHANGED when other writers won every round.
+    """
+    zone = lifecycle.scope_zone(time_zone or _registration(store, scope).time_zone)
+    report = DreamReport(scope=scope)
+    lost = False
+    for rounds in range(1, MAX_ROUNDS + 1):
+        report = replace(report, rounds=rounds)
+        claims = _active_claims(store, scope)
+        moves = lifecycle.transitions(claims, now, zone)
+        briefs = _changed_briefs(store, scope, lifecycle.active_after(claims, moves, now), now)
+        if not moves and not briefs:
+            return report
+        try:
+            store.apply(_plan(scope, moves, briefs))
+        except Aborted as exc:
+            if exc.reason != REVISION_CHANGED:
+                raise
+            lost = True
+            continue
+        lost = False
+        report = report.plus(moves, briefs)
+    if lost:
+        raise Aborted(
+            f"the lifecycle pass of scope {scope.scope_id!r} lost to other writers "
+            f"{MAX_ROUNDS} times; nothing of its last round was written. Run it again",
+            reason=REVISION_CHANGED,
+        )
+    return report  # still busy: the writer that changed it last dreams after its change
+
+
+def dream_after_change(store: MemoryStore, scope: ScopeRef, now: datetime) -> DreamReport | None:
+    """The pass that follows a write that changed claims (formation, memory:commit).
+
+    The write has committed already, so a failed pass must not fail it: the failure is
+    logged and None returned (the next change's pass or the nightly one catches up).
+    """
+    try:
+        return dream(store, scope, now)
+    except JennahError as exc:
+        log.warning("the lifecycle pass after a change of %s failed: %s", scope.scope_id, exc)
+        return None
+
+
+def changes_claims(plan: CommitPlan) -> bool:
+    """Whether a committed plan changed what a brief is compiled from (the claims)."""
+    return bool(plan.chunks or plan.chunk_supersessions or plan.claim_updates)
+
+
+@dataclass
+class NightlyReport:
+    """What one run of the nightly walk did. `finished` is False when it stopped for
+    `stop` (its cursor says where the next run resumes); `failed` names the scopes whose
+    pass lost to other writers every round (they are retried the next night)."""
+
+    started_at: datetime
+    resumed_after: ScopeRef | None
+    scopes: int = 0
+    expired: int = 0
+    promoted: int = 0
+    decayed: int = 0
+    briefs_changed: int = 0
+    finished: bool = False
+    failed: list[ScopeRef] = field(default_factory=list)
+
+    def add(self, dreamt: DreamReport) -> None:
+        self.scopes += 1
+        self.expired += dreamt.expired
+        self.promoted += dreamt.promoted
+        self.decayed += dreamt.decayed
+        self.briefs_changed += int(dreamt.brief_changed)
+
+
+def _never() -> bool:
+    return False
+
+
+def nightly(
+    store: MemoryStore,
+    cursors: CursorStore,
+    now: datetime,
+    *,
+    stop: Callable[[], bool] = _never,
+    batch: int = WALK_BATCH,
+) -> NightlyReport:
+    """Walk every scope of every enterprise (`store.walk_scopes`, `batch` at a time) and
+    dream each at `now`, saving the cursor after each scope.
+
+    A run resumes an unfinished walk begun within `lifecycle.RESUME_WINDOW`, after the
+    last scope it finished (a scope whose pass landed but whose cursor was not saved
+    yet is dreamt again, which changes nothing), and otherwise starts a new walk. `stop`
+    is asked before each scope: True saves the cursor and returns unfinished. Other
+    errors leave the cursor at the last finished scope and propagate.
+    """
+    walk = lifecycle.walk_start(cursors.get(CURSOR), now)
+    report = NightlyReport(started_at=walk.started_at, resumed_after=walk.after)
+    after = walk.after
+    while True:
+        page = store.walk_scopes(after, batch)
+        for record in page:
+            if stop():
+                return report
+            _dream_one(store, record, now, report)
+            after = record.scope
+            cursors.put(CURSOR, WalkCursor(after=after, started_at=walk.started_at))
+        if len(page) < batch:
+            break
+    cursors.put(CURSOR, WalkCursor(started_at=walk.started_at, finished_at=now))
+    report.finished = True
+    return report
+
+
+def _dream_one(
+    store: MemoryStore, record: ScopeRecord, now: datetime, report: NightlyReport
+) -> None:
+    try:
+        dreamt = dream(store, record.scope, now, time_zone=record.time_zone)
+    except Aborted as exc:
+        if exc.reason != REVISION_CHANGED:
+            raise
+        report.failed.append(record.scope)
+        return
+    report.add(dreamt)
+
+
+def _registration(store: MemoryStore, scope: ScopeRef) -> ScopeRecord:
+    record = store.get_scope(scope)
+    if record is None:
+        raise NotFound(f"scope {scope.scope_id!r} was not found")
+    return record
+
+
+def _active_claims(store: MemoryStore, scope: ScopeRef) -> list[MemoryRecord]:
+    claims: list[MemoryRecord] = []
+    while True:
+        after = claims[-1].id if claims else None
+        page = store.list_claims(scope, [Status.ACTIVE], after, CLAIMS_PAGE)
+        claims.extend(page)
+        if len(page) < CLAIMS_PAGE:
+            return claims
+
+
+def _changed_briefs(
+    store: MemoryStore, scope: ScopeRef, active: Sequence[MemoryRecord], now: datetime
+) -> list[StoredBrief]:
+    """The compiled briefs whose bytes (text, token count, expiries) differ from the stored."""
+    changed = []
+    for brief in compile_briefs(store, scope, active, now):
+        stored = store.get_brief(scope, brief.variant)
+        if stored is None or _content(stored) != _content(brief):
+            changed.append(brief)
+    return changed
+
+
+def _content(brief: StoredBrief) -> tuple[str, int, dict[str, datetime]]:
+    return brief.text, brief.token_count, brief.expiries
+
+
+def _plan(scope: ScopeRef, moves: Sequence[Transition], briefs: list[StoredBrief]) -> CommitPlan:
+    return CommitPlan(
+        scope=scope,
+        claim_updates=[move.update for move in moves],
+        change_log=[move.entry for move in moves],
+        briefs=briefs,
+    )
