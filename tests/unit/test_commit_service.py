@@ -38,6 +38,9 @@ class CapturingStore:
     def get_nodes(self, scope: ScopeRef, node_ids: Sequence[str]) -> list[GraphNode]:
         return [GraphNode(node_id=n) for n in node_ids if n in self.nodes]
 
+    def get_scope(self, scope: ScopeRef) -> None:
+        return None  # so the lifecycle pass after a commit finds no scope and writes nothing
+
 
 def run(command: CommitCommand, store: CapturingStore | None = None) -> CommitPlan:
     store = store or CapturingStore()

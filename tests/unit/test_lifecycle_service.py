@@ -25,26 +25,11 @@ from jennah.domain.models import (
 from jennah.domain.rules import REVISION_CHANGED
 from jennah.errors import Aborted, NotFound, Unavailable
 from jennah.services import lifecycle as service
-from tests.unit.fakes import FakeStore
+from tests.unit.fakes import FakeCursorStore, FakeStore
 
 SCOPE = ScopeRef(enterprise_id="e", scope_id="family")
 # the fake store stamps rows with the real clock: the passes run in the future
 SOON = datetime.now(UTC) + timedelta(days=2)
-
-
-class MemoryCursors:
-    """CursorStore in memory."""
-
-    def __init__(self) -> None:
-        self.saved: dict[str, WalkCursor] = {}
-        self.puts = 0
-
-    def get(self, name: str) -> WalkCursor | None:
-        return self.saved.get(name)
-
-    def put(self, name: str, cursor: WalkCursor) -> None:
-        self.puts += 1
-        self.saved[name] = cursor
 
 
 def claim(memory_id: str, scope: ScopeRef = SCOPE, **fields: Any) -> MemoryRecord:
@@ -262,7 +247,7 @@ def scopes(store: FakeStore, count: int) -> list[ScopeRef]:
 
 
 def test_the_nightly_walk_dreams_every_scope_of_every_enterprise_in_batches() -> None:
-    store, cursors = FakeStore(), MemoryCursors()
+    store, cursors = FakeStore(), FakeCursorStore()
     refs = scopes(store, 7)
     report = service.nightly(store, cursors, SOON, batch=3)
     assert report.finished and report.scopes == 7 and not report.failed
@@ -272,7 +257,7 @@ def test_the_nightly_walk_dreams_every_scope_of_every_enterprise_in_batches() ->
 
 
 def test_a_stopped_walk_resumes_after_the_last_finished_scope_and_skips_none() -> None:
-    store, cursors = FakeStore(), MemoryCursors()
+    store, cursors = FakeStore(), FakeCursorStore()
     refs = scopes(store, 7)
     asked = iter([False, False, False, True])
     first = service.nightly(store, cursors, SOON, stop=lambda: next(asked), batch=2)
@@ -288,7 +273,7 @@ def test_a_stopped_walk_resumes_after_the_last_finished_scope_and_skips_none() -
 
 
 def test_after_a_finished_walk_the_next_run_starts_from_the_first_scope() -> None:
-    store, cursors = FakeStore(), MemoryCursors()
+    store, cursors = FakeStore(), FakeCursorStore()
     scopes(store, 3)
     service.nightly(store, cursors, SOON)
     again = service.nightly(store, cursors, SOON + timedelta(days=1))
@@ -297,16 +282,16 @@ def test_after_a_finished_walk_the_next_run_starts_from_the_first_scope() -> Non
 
 
 def test_a_scope_whose_pass_loses_every_round_is_reported_and_the_walk_goes_on() -> None:
-    store, cursors = InterleavingStore(), MemoryCursors()
+    store, cursors = InterleavingStore(), FakeCursorStore()
     refs = scopes(store, 2)
     ahead = refs[0]
 
     def edit() -> None:
         current = state(store, "chk_passing", ahead)
-        edit = ClaimUpdate(
+        update = ClaimUpdate(
             memory_id="chk_passing", expected_revision=current.revision, related=["x"]
         )
-        store.apply(CommitPlan(scope=ahead, claim_updates=[edit]))
+        store.apply(CommitPlan(scope=ahead, claim_updates=[update]))
 
     store.before_apply.extend(edit for _ in range(service.MAX_ROUNDS))
     report = service.nightly(store, cursors, SOON)
@@ -314,7 +299,7 @@ def test_a_scope_whose_pass_loses_every_round_is_reported_and_the_walk_goes_on()
 
 
 def test_an_error_leaves_the_cursor_at_the_last_finished_scope() -> None:
-    store, cursors = FakeStore(), MemoryCursors()
+    store, cursors = FakeStore(), FakeCursorStore()
     refs = scopes(store, 3)
     original = store.walk_scopes
     calls = iter([original, lambda after, limit: (_ for _ in ()).throw(Unavailable("away"))])

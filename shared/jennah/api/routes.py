@@ -1,6 +1,6 @@
 """HTTP routing shared by every Cloud Function and by `jnh serve`.
 
-Each function serves its own routes only (`FORM_ROUTES`, `COMMIT_ROUTES`,
+Each function serves its own routes only (`FORM_ROUTES`, `COMMIT_ROUTES` with `DREAM_ROUTES`,
 `QUERY_ROUTES`, `INSPECT_ROUTES` with `STEP_ROUTES` and `BRIEF_ROUTES`, `SCOPE_ROUTES`,
 `VOCABULARY_ROUTES`, `USAGE_ROUTES`, `OPERATION_ROUTES`, `ADMIN_ROUTES`); `jnh serve` mounts
 `ALL_ROUTES`. A request goes through: match the path (404) and the method (405), authenticate
@@ -39,6 +39,7 @@ from jennah.api import (
 )
 from jennah.api.context import Services
 from jennah.api.errors import MethodNotAllowed, error_response, from_validation_error
+from jennah.api.lifecycle import dream
 from jennah.domain import rules
 from jennah.domain.access import Caller, Permission, ScopeKind
 from jennah.errors import Internal, InvalidArgument, JennahError, NotFound
@@ -227,6 +228,24 @@ BRIEF_ROUTES: tuple[Route, ...] = tuple(
         ("scopes", "scopeId", "any scope", None),
     )
 )  # fmt: skip
+# The lifecycle pass on demand: memory:commit's permission and reach; the scope must exist
+# (a pass never creates one). Served by the `commit` function.
+DREAM_ROUTES: tuple[Route, ...] = tuple(
+    Route(
+        "POST", f"/v1/{collection}/{{{param}}}/memory:dream", dream,
+        f"{collection}.memory.dream",
+        "Run the lifecycle pass now: expire claims whose validUntil arrived in the scope's "
+        "time zone, promote passing claims reinforced 3 times, make inferred claims not "
+        "reinforced for 180 days dormant, recompile the brief and log the changes; a "
+        f"replay changes nothing ({noun})",
+        Permission.MEMORY_COMMIT, scope=ScopeAccess(kind),
+        response_model=dto.DreamResponse,
+    )
+    for collection, param, noun, kind in (
+        ("agents", "agentInstanceId", "agent workspace", ScopeKind.AGENT),
+        ("scopes", "scopeId", "any scope", None),
+    )
+)  # fmt: skip
 SCOPE_ROUTES: tuple[Route, ...] = (
     Route(
         "GET", "/v1/agents", handlers.list_agents, "agents.list",
@@ -357,6 +376,7 @@ ADMIN_ROUTES: tuple[Route, ...] = (
 ALL_ROUTES: tuple[Route, ...] = (
     FORM_ROUTES
     + COMMIT_ROUTES
+    + DREAM_ROUTES
     + QUERY_ROUTES
     + INSPECT_ROUTES
     + STEP_ROUTES

@@ -188,6 +188,7 @@ def nightly(
         page = store.walk_scopes(after, batch)
         for record in page:
             if stop():
+                cursors.put(CURSOR, WalkCursor(after=after, started_at=walk.started_at))
                 return report
             _dream_one(store, record, now, report)
             after = record.scope
