@@ -11,7 +11,7 @@ from typing import Any
 
 import click
 
-from jennah.cli import brief, formation, render
+from jennah.cli import brief, formation, lifecycle, render
 from jennah.cli.client import resource_path
 from jennah.cli.inputs import (
     FILTER_HELP,
@@ -53,6 +53,7 @@ def memory_group(collection: str, metavar: str, noun: str) -> click.Group:
     group.add_command(_query_command(collection, metavar, noun))
     group.add_command(_inspect_command(collection, metavar, noun))
     group.add_command(brief.brief_command(collection, metavar, noun))
+    group.add_command(lifecycle.dream_command(collection, metavar, noun))
     return group
 
 
