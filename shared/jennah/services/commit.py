@@ -58,7 +58,7 @@ def commit(
     plan.nodes = list({n.node_id: n for n in plan.nodes}.values())
     result = store.apply(plan)
     if lifecycle.changes_claims(plan):
-        lifecycle.dream_after_change(store, command.scope, result.commit_timestamp)
+        lifecycle.dream_after_change(store, command.scope, received_at)
     return result.model_copy(
         update={
             "chunk_ids": [c.id for c in plan.chunks],

@@ -148,7 +148,7 @@ def run(
         checkpoint()
     result = commit_plan(store, formation.plan)
     if lifecycle.changes_claims(formation.plan):  # a formation that changed nothing: no pass
-        lifecycle.dream_after_change(store, command.scope, result.commit_timestamp)
+        lifecycle.dream_after_change(store, command.scope, prepared.received_at)
     return receipt.model_copy(update={"commit_timestamp": result.commit_timestamp})
 
 
