@@ -139,22 +139,27 @@ def transitions(claims: Iterable[MemoryRecord], now: datetime, zone: tzinfo) -> 
     return [t for t in due if t is not None]
 
 
+def after_moves(claims: Sequence[MemoryRecord], moves: Sequence[Transition]) -> list[MemoryRecord]:
+    """The claims as they stand once `moves` are applied (state and revision), in id order."""
+    changed = {move.update.memory_id: move.update for move in moves}
+    after = []
+    for claim in sorted(claims, key=lambda c: c.id):
+        update = changed.get(claim.id)
+        after.append(claim if update is None else _applied(claim, update))
+    return after
+
+
 def active_after(
     claims: Sequence[MemoryRecord], moves: Sequence[Transition], now: datetime
 ) -> list[MemoryRecord]:
     """The claims that are active and valid at `now` once `moves` are applied (the
-    brief's input), in id order, with the moves' state changes on them."""
-    changed = {move.update.memory_id: move.update for move in moves}
-    after: list[MemoryRecord] = []
-    for claim in sorted(claims, key=lambda c: c.id):
-        update = changed.get(claim.id)
-        if update is not None:
-            claim = _applied(claim, update)
-        if claim.status is Status.ACTIVE and is_valid_at(
-            claim.valid_at, claim.invalid_at, claim.retired_at, now
-        ):
-            after.append(claim)
-    return after
+    brief's input), in id order."""
+    return [
+        claim
+        for claim in after_moves(claims, moves)
+        if claim.status is Status.ACTIVE
+        and is_valid_at(claim.valid_at, claim.invalid_at, claim.retired_at, now)
+    ]
 
 
 class WalkCursor(BaseModel):

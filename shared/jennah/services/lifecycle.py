@@ -11,11 +11,13 @@ therefore when its bytes last changed).
 
 No write overwrites another. A claim another writer changed after the pass read it
 fails the plan whole with Aborted REVISION_CHANGED; the pass then reads again and
-recomputes. After a plan lands the pass reads once more and stops only when that read
-finds nothing to do: so the brief it leaves was compiled from a read made after its own
-last write (a claim committed while the pass was compiling is in the brief, or the pass
-goes round again). At most MAX_ROUNDS rounds: losing every one of them is Aborted
-REVISION_CHANGED, nothing of the last round written.
+recomputes. After a plan lands the pass reads the active claims once more: when they are
+exactly what its plan left (same ids, same revisions) the brief it wrote is current and it
+stops; otherwise another writer changed a claim in between (a claim committed while the
+pass was compiling, say) and it goes round again from that read. So the brief a pass
+leaves was compiled from claims no write has changed since. At most MAX_ROUNDS rounds;
+a pass that never settles is Aborted REVISION_CHANGED (what it wrote stays, and the
+writers that kept changing the scope each run their own pass after their change).
 
 Triggers: `dream_after_change` after a formation or memory:commit that changed claims,
 `POST …/memory:dream` on demand, and the private `lifecycle` function every night
@@ -92,10 +94,9 @@ def dream(
     """
     zone = lifecycle.scope_zone(time_zone or _registration(store, scope).time_zone)
     report = DreamReport(scope=scope)
-    lost = False
+    claims = _active_claims(store, scope)
     for rounds in range(1, MAX_ROUNDS + 1):
         report = replace(report, rounds=rounds)
-        claims = _active_claims(store, scope)
         moves = lifecycle.transitions(claims, now, zone)
         briefs = _changed_briefs(store, scope, lifecycle.active_after(claims, moves, now), now)
         if not moves and not briefs:
@@ -105,17 +106,18 @@ def dream(
         except Aborted as exc:
             if exc.reason != REVISION_CHANGED:
                 raise
-            lost = True
+            claims = _active_claims(store, scope)
             continue
-        lost = False
         report = report.plus(moves, briefs)
-    if lost:
-        raise Aborted(
-            f"the lifecycle pass of scope {scope.scope_id!r} lost to other writers "
-            f"{MAX_ROUNDS} times; nothing of its last round was written. Run it again",
-            reason=REVISION_CHANGED,
-        )
-    return report  # still busy: the writer that changed it last dreams after its change
+        expected = [c for c in lifecycle.after_moves(claims, moves) if c.status is Status.ACTIVE]
+        claims = _active_claims(store, scope)
+        if _versions(claims) == _versions(expected):
+            return report  # nobody changed a claim in between: what it wrote is current
+    raise Aborted(
+        f"the lifecycle pass of scope {scope.scope_id!r} could not settle: other writers "
+        f"changed its claims {MAX_ROUNDS} times while it ran. Run it again",
+        reason=REVISION_CHANGED,
+    )
 
 
 def dream_after_change(store: MemoryStore, scope: ScopeRef, now: datetime) -> DreamReport | None:
@@ -228,6 +230,10 @@ def _active_claims(store: MemoryStore, scope: ScopeRef) -> list[MemoryRecord]:
         claims.extend(page)
         if len(page) < CLAIMS_PAGE:
             return claims
+
+
+def _versions(claims: Sequence[MemoryRecord]) -> list[tuple[str, int]]:
+    return [(claim.id, claim.revision) for claim in claims]
 
 
 def _changed_briefs(
