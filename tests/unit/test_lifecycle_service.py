@@ -4,7 +4,7 @@ its replay, its retries on a stale revision, and the nightly walk with its curso
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import UTC, date, datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -140,15 +140,6 @@ def test_expiry_is_judged_in_the_scopes_zone_not_an_hour_before() -> None:
     assert until - utc_midnight in (timedelta(hours=1), timedelta(0))  # -1 in winter, 0 in summer
     assert service.dream(store, SCOPE, until - timedelta(seconds=1)).expired == 0
     assert service.dream(store, SCOPE, until).expired == 1
-
-
-def test_the_zone_given_by_the_walk_is_used_without_reading_the_registration() -> None:
-    store = FakeStore()
-    until = datetime(2031, 12, 17, 1, tzinfo=UTC)  # the 17th begins here in the Azores
-    seed(store, claim("chk_tonight", valid_until=until), zone="UTC")
-    at_utc_midnight = datetime(2031, 12, 17, tzinfo=UTC)
-    assert service.dream(store, SCOPE, at_utc_midnight, time_zone="Atlantic/Azores").expired == 0
-    assert lifecycle.local_day(until, lifecycle.scope_zone("Atlantic/Azores")) == date(2031, 12, 17)
 
 
 def test_a_scope_that_is_not_registered_is_not_found() -> None:
@@ -296,6 +287,18 @@ def test_a_scope_whose_pass_loses_every_round_is_reported_and_the_walk_goes_on()
     store.before_apply.extend(edit for _ in range(service.MAX_ROUNDS))
     report = service.nightly(store, cursors, SOON)
     assert report.finished and report.failed == [ahead] and report.scopes == 1
+
+
+def test_a_destroyed_scope_is_passed_over_and_a_bad_time_zone_is_reported() -> None:
+    store, cursors = FakeStore(), FakeCursorStore()
+    refs = scopes(store, 3)
+    store.destroy_scope(refs[0])
+    store.set_time_zone(refs[1], "Mars/Olympus")
+    listed = [ScopeRecord(scope=ref, kind="agent") for ref in refs]
+    store.walk_scopes = lambda after, limit: [r for r in listed if after is None][:limit]  # type: ignore[method-assign]
+    report = service.nightly(store, cursors, SOON)
+    assert report.finished and report.scopes == 1 and report.failed == [refs[1]]
+    assert store.get_brief(refs[0], BriefVariant.FULL) is None  # nothing written for it
 
 
 def test_an_error_leaves_the_cursor_at_the_last_finished_scope() -> None:

@@ -42,7 +42,7 @@ from jennah.domain.models import (
     StoredBrief,
 )
 from jennah.domain.rules import REVISION_CHANGED
-from jennah.errors import Aborted, JennahError, NotFound
+from jennah.errors import Aborted, FailedPrecondition, InvalidArgument, JennahError, NotFound
 from jennah.ports.cursors import CursorStore
 from jennah.ports.store import MemoryStore
 from jennah.services.brief import compile_briefs
@@ -84,15 +84,12 @@ class DreamReport:
         )
 
 
-def dream(
-    store: MemoryStore, scope: ScopeRef, now: datetime, *, time_zone: str | None = None
-) -> DreamReport:
-    """Run the lifecycle pass over one scope at `now` (see the module doc).
-
-    `time_zone` is the scope's (its registration's when None: NotFound for a scope
-    that is not registered). Aborted REVISION_CHANGED when other writers won every round.
+def dream(store: MemoryStore, scope: ScopeRef, now: datetime) -> DreamReport:
+    """Run the lifecycle pass over one scope at `now` (see the module doc), in the time
+    zone of its registration: NotFound for a scope that is not registered (or was just
+    destroyed: nothing is written for it). Aborted REVISION_CHANGED when it never settles.
     """
-    zone = lifecycle.scope_zone(time_zone or _registration(store, scope).time_zone)
+    zone = lifecycle.scope_zone(_registration(store, scope).time_zone)
     report = DreamReport(scope=scope)
     claims = _active_claims(store, scope)
     for rounds in range(1, MAX_ROUNDS + 1):
@@ -142,7 +139,7 @@ def changes_claims(plan: CommitPlan) -> bool:
 class NightlyReport:
     """What one run of the nightly walk did. `finished` is False when it stopped for
     `stop` (its cursor says where the next run resumes); `failed` names the scopes whose
-    pass lost to other writers every round (they are retried the next night)."""
+    pass never settled or could not run (they are tried again the next night)."""
 
     started_at: datetime
     resumed_after: ScopeRef | None
@@ -205,11 +202,17 @@ def nightly(
 def _dream_one(
     store: MemoryStore, record: ScopeRecord, now: datetime, report: NightlyReport
 ) -> None:
+    """One scope's pass. A scope destroyed since the walk read it is passed over; one whose
+    pass never settles or cannot run (a stored time zone that is not IANA) is reported
+    failed and the walk goes on; other errors (the store unavailable) end the run."""
     try:
-        dreamt = dream(store, record.scope, now, time_zone=record.time_zone)
-    except Aborted as exc:
-        if exc.reason != REVISION_CHANGED:
+        dreamt = dream(store, record.scope, now)
+    except NotFound:
+        return
+    except (Aborted, InvalidArgument, FailedPrecondition) as exc:
+        if isinstance(exc, Aborted) and exc.reason != REVISION_CHANGED:
             raise
+        log.warning("the lifecycle pass of %s failed: %s", record.scope.scope_id, exc)
         report.failed.append(record.scope)
         return
     report.add(dreamt)
