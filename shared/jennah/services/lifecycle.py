@@ -125,6 +125,8 @@ def dream_after_change(store: MemoryStore, scope: ScopeRef, now: datetime) -> Dr
     """
     try:
         return dream(store, scope, now)
+    except NotFound:  # a scope written without registering it (only store-level callers)
+        return None
     except JennahError as exc:
         log.warning("the lifecycle pass after a change of %s failed: %s", scope.scope_id, exc)
         return None
