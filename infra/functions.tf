@@ -62,7 +62,7 @@ locals {
       enabled       = true
     }
     commit = {
-      description   = "POST /v1/{agents,scopes}/{id}/memory:commit"
+      description   = "POST /v1/{agents,scopes}/{id}/memory:commit and memory:dream"
       public        = true
       invoker       = null
       memory        = "512Mi"
@@ -202,23 +202,28 @@ locals {
       vertex_ai     = false
       enabled       = true
     }
-    # Not written yet (functions/lifecycle): the nightly lifecycle pass ("dreaming"), deployed
-    # with its scheduler job only when var.enable_lifecycle_job. Its grants are provisional:
-    # it changes memory states (databaseUser) and may consolidate with the model.
+    # The nightly lifecycle pass ("dreaming", functions/lifecycle): walks every scope, expires,
+    # promotes and decays claims and recompiles their briefs. Deterministic: no model calls.
     lifecycle = {
-      description   = "Cloud Scheduler target: the nightly lifecycle pass over memory"
-      public        = false
-      invoker       = "scheduler"
-      memory        = "1Gi"
-      cpu           = "1"
+      description = "Cloud Scheduler target: the nightly lifecycle pass over every scope's claims"
+      public      = false
+      invoker     = "scheduler"
+      # The brief's tokenizer and one scope's claims at a time.
+      memory = "1Gi"
+      cpu    = "1"
+      # A run starts no scope pass after 1500 s and answers 503; the scheduler's retry resumes
+      # the walk from its cursor.
       timeout       = 1800
       min_instances = 0
+      # One walk at a time: an overlapping run is refused (429) and retried by the scheduler.
       max_instances = 1
       concurrency   = 1
-      spanner       = "roles/spanner.databaseUser"
-      firestore     = true
-      vertex_ai     = true
-      enabled       = var.enable_lifecycle_job
+      # Changes claims and writes briefs and change logs (read-write transactions).
+      spanner = "roles/spanner.databaseUser"
+      # The walk's cursor is a control document (walkCursors/lifecycle).
+      firestore = true
+      vertex_ai = false
+      enabled   = var.enable_lifecycle_job
     }
   }
 

@@ -39,25 +39,25 @@ resource "google_cloud_scheduler_job" "usage_rollup" {
   }
 }
 
-# The nightly lifecycle pass. Its function (functions/lifecycle, entry point `lifecycle`) is not
-# written yet: with var.enable_lifecycle_job = false (the default) neither the function (see
-# local.function_catalog) nor this job exists. Set it to true once build/functions/lifecycle.zip
-# is built.
+# The nightly lifecycle pass (functions/lifecycle, entry point `lifecycle`): every scope of every
+# enterprise, resuming where the last run stopped. A run that runs out of time answers 503 after
+# saving its cursor, so each retry goes on with the walk (retry_config: up to 5 attempts a night).
+# var.enable_lifecycle_job = false removes the function and this job.
 resource "google_cloud_scheduler_job" "lifecycle" {
   count = var.enable_lifecycle_job ? 1 : 0
 
   project          = var.project_id
   region           = var.region
   name             = "${var.name_prefix}lifecycle"
-  description      = "The nightly lifecycle pass over memory (decay, expiry, consolidation)."
+  description      = "The nightly lifecycle pass: expire, promote and decay claims, recompile briefs."
   schedule         = var.lifecycle_schedule
   time_zone        = var.scheduler_time_zone
-  attempt_deadline = "1800s" # the maximum for HTTP targets, the function's timeout
+  attempt_deadline = "${local.functions["lifecycle"].timeout}s" # 1800 s, the maximum for HTTP targets
 
   retry_config {
-    retry_count          = 2
-    min_backoff_duration = "300s"
-    max_backoff_duration = "1800s"
+    retry_count          = 4
+    min_backoff_duration = "60s"
+    max_backoff_duration = "600s"
   }
 
   http_target {

@@ -189,9 +189,9 @@ variable "usage_rollup_schedule" {
 }
 
 variable "enable_lifecycle_job" {
-  description = "Deploy the `lifecycle` function (functions/lifecycle, not written yet) and its nightly Cloud Scheduler job. Needs build/functions/lifecycle.zip."
+  description = "Deploy the `lifecycle` function (functions/lifecycle) and its nightly Cloud Scheduler job: the lifecycle pass over every scope (expiry, promotion, decay, briefs)."
   type        = bool
-  default     = false
+  default     = true
 }
 
 variable "lifecycle_schedule" {

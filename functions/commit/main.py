@@ -1,5 +1,5 @@
-"""Cloud Function `commit`: POST /v1/{agents,scopes}/{id}/memory:commit and
-POST /v1/{agents,scopes}/{id}/memory:import."""
+"""Cloud Function `commit`: POST /v1/{agents,scopes}/{id}/memory:commit, :import and
+:dream."""
 
 import flask
 import functions_framework
@@ -10,4 +10,5 @@ from jennah.api import routes
 
 @functions_framework.http
 def commit(request: flask.Request) -> flask.Response:
-    return routes.serve(request, routes.COMMIT_ROUTES + routes.IMPORT_ROUTES, bootstrap.container())
+    served = routes.COMMIT_ROUTES + routes.IMPORT_ROUTES + routes.DREAM_ROUTES
+    return routes.serve(request, served, bootstrap.container())

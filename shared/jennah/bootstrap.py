@@ -15,6 +15,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from jennah.api.logs import log_formation
 from jennah.errors import FailedPrecondition, Internal
+from jennah.ports.cursors import CursorStore
 from jennah.ports.embedder import Embedder
 from jennah.ports.id_token import IdTokenVerifier
 from jennah.ports.identity import IdentityStore
@@ -72,6 +73,7 @@ class Container:
         embedder: Embedder | None = None,
         model: LanguageModel | None = None,
         verifier: IdTokenVerifier | None = None,
+        cursors: CursorStore | None = None,
         now: Callable[[], datetime] = utc_now,
     ) -> None:
         self.settings = settings
@@ -87,6 +89,7 @@ class Container:
         self._embedder = embedder
         self._model = model
         self._verifier = verifier
+        self._cursors = cursors
         self._access: Access | None = None
         self._formation: Formation | None = None
         self._lock = threading.RLock()
@@ -128,6 +131,14 @@ class Container:
             if self._operations is None:
                 self._operations = build_operations(self.settings, self._firestore)
             return self._operations
+
+    @property
+    def cursors(self) -> CursorStore:
+        """Where the nightly lifecycle walk resumes: control documents, beside the identities."""
+        with self._lock:
+            if self._cursors is None:
+                self._cursors = build_cursors(self.settings, self._firestore)
+            return self._cursors
 
     @property
     def tasks(self) -> TaskQueue:
@@ -219,6 +230,7 @@ class Container:
             self._vocabularies,
             self._ledger,
             self._operations,
+            self._cursors,
         ):
             if isinstance(adapter, _Closable):
                 adapter.close()
@@ -321,6 +333,19 @@ def build_operations(
     from jennah.adapters.sqlite.operations import SqliteOperationStore
 
     return SqliteOperationStore(_local_control_file(settings))
+
+
+def build_cursors(
+    settings: Settings, firestore: FirestoreClientFactory | None = None
+) -> CursorStore:
+    """Walk cursors are control documents: beside the identities, as `build_identity` chooses."""
+    if settings.control == "firestore":
+        from jennah.adapters.firestore.cursors import FirestoreCursorStore
+
+        return FirestoreCursorStore(_firestore_client(settings, firestore))
+    from jennah.adapters.sqlite.cursors import SqliteCursorStore
+
+    return SqliteCursorStore(_local_control_file(settings))
 
 
 def build_cloud_tasks_queue(settings: Settings) -> TaskQueue:

@@ -438,7 +438,8 @@ def test_sqlite_a_version_1_file_registers_its_scopes_as_agent_workspaces(
     )
     commit_items(store, with_chunks, chunks=[ChunkInput(text="after the upgrade")])
     assert len(store.list_chunks(with_chunks, None, 10, 0)) == 3
-    assert store.destroy_scope(with_chunks) == 4  # three chunks and the registration
+    # three chunks, the registration, and the two briefs of the pass after the last commit
+    assert store.destroy_scope(with_chunks) == 6
     store.close()
     conn = dbapi2.connect(str(path))
     assert conn.execute("PRAGMA user_version").fetchone()[0] == schema.SCHEMA_VERSION

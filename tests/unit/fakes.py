@@ -9,6 +9,7 @@ checks each fake has every method of its port with a compatible signature):
 - FakeIdentityStore, FakeVocabularyStore, FakeUsageLedger and FakeOperationStore follow
   their ports, the last two with the domain's own rules (billing.admit, the operation
   transitions);
+- FakeCursorStore (CursorStore) keeps the lifecycle walk's cursors in a dict;
 - RecordingQueue (TaskQueue) keeps the tasks: a test delivers them itself, on its thread;
 - the HashingEmbedder (Embedder) and the ScriptedModel (LanguageModel) are the adapters'
   own deterministic, in-process stand-ins; FakeVerifier (IdTokenVerifier) knows one token.
@@ -46,6 +47,7 @@ from jennah.domain.billing import (
     UsageRecord,
     check_billing,
 )
+from jennah.domain.lifecycle import WalkCursor
 from jennah.domain.models import (
     HIDDEN_STATUSES,
     BriefVariant,
@@ -80,6 +82,7 @@ from jennah.domain.operations import (
 )
 from jennah.domain.vocabulary import Declaration, Vocabulary
 from jennah.errors import Aborted, AlreadyExists, JennahError, NotFound, Unauthenticated
+from jennah.ports.cursors import CursorStore
 from jennah.ports.embedder import Embedder
 from jennah.ports.id_token import IdTokenVerifier
 from jennah.ports.identity import IdentityStore
@@ -920,6 +923,21 @@ class FakeOperationStore:
 
 
 @dataclass
+class FakeCursorStore:
+    """CursorStore in memory; `puts` counts the writes."""
+
+    def __init__(self) -> None:
+        self.saved: dict[str, WalkCursor] = {}
+        self.puts = 0
+
+    def get(self, name: str) -> WalkCursor | None:
+        return self.saved.get(name)
+
+    def put(self, name: str, cursor: WalkCursor) -> None:
+        self.puts += 1
+        self.saved[name] = cursor
+
+
 class RecordingQueue:
     """The TaskQueue port as a list: deliveries happen when a test makes them, on its own
     thread; `failure`, when set, is what enqueue raises."""
@@ -989,6 +1007,7 @@ FAKES: dict[type[Any], Any] = {
     Embedder: HashingEmbedder,
     LanguageModel: ScriptedModel,
     IdTokenVerifier: FakeVerifier,
+    CursorStore: FakeCursorStore,
 }
 
 
@@ -1039,6 +1058,7 @@ def make_container(
         embedder=HashingEmbedder(),
         model=model,
         verifier=verifier,
+        cursors=FakeCursorStore(),
     )
     worker = form_worker(container)
     inline.deliver, inline.abandon = worker.deliver, worker.abandon

@@ -130,6 +130,8 @@ REQUESTS: dict[str, tuple[str, str, dict[str, Any] | bytes | None]] = {
     "agents.memory.steps.get": ("GET", f"{A}/memory/steps/{STEP_ID}", None),
     "agents.memory.commit": ("POST", f"{A}/memory:commit", WRITE),
     "scopes.memory.commit": ("POST", f"{S}/memory:commit", WRITE),
+    "agents.memory.dream": ("POST", f"{A}/memory:dream", None),
+    "scopes.memory.dream": ("POST", f"{S}/memory:dream", None),
     "agents.memory.query": ("POST", f"{A}/memory:query", QUERY),
     "scopes.memory.query": ("POST", f"{S}/memory:query", QUERY),
     "agents.memory.inspect": ("GET", f"{A}/memory:inspect", None),
@@ -179,6 +181,9 @@ EXPECTED: dict[str, tuple[int, int, int, int | None, int]] = {
     "agents.memory.steps.get": (200, 404, 404, 404, 200),
     "agents.memory.commit":  (200, 200, 404, 404, 200),
     "scopes.memory.commit":  (200, 200, 404, 404, 200),
+    # the pass never creates a scope: the other enterprise has none of that name
+    "agents.memory.dream":   (200, 404, 404, 404, 200),
+    "scopes.memory.dream":   (200, 404, 404, 404, 200),
     "agents.memory.query":   (200, 404, 404, 404, 200),
     "scopes.memory.query":   (200, 404, 404, 404, 200),
     "agents.memory.inspect": (200, 404, 404, 404, 200),
@@ -217,7 +222,7 @@ EXPECTED: dict[str, tuple[int, int, int, int | None, int]] = {
 MATRIX: dict[str, Row] = {
     op: Row(*REQUESTS[op], *EXPECTED[op]) for op in sorted(REQUESTS.keys() & EXPECTED.keys())
 }
-# every (route, case) pair that applies: 37 routes x 9 cases, less the 10 n/a
+# every (route, case) pair that applies: 39 routes x 9 cases, less the 10 n/a
 MATRIX_CASES = [
     (op, case) for op, row in MATRIX.items() for case in CASES if getattr(row, case) is not None
 ]

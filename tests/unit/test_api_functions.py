@@ -157,3 +157,20 @@ def test_the_scopes_function_sets_a_time_zone(container: Container) -> None:
     scopes.post("/v1/scopes", json={"scopeId": "bot", "kind": "AGENT"}, headers=AUTH)
     response = scopes.patch("/v1/scopes/bot", json={"timeZone": "Asia/Tokyo"}, headers=AUTH)
     assert response.get_json()["timeZone"] == "Asia/Tokyo"
+
+
+def test_the_commit_function_runs_the_lifecycle_pass_on_demand(container: Container) -> None:
+    commit = client("commit")
+    commit.post("/v1/agents/bot/memory:commit", json={"chunks": [{"text": "x"}]}, headers=AUTH)
+    response = commit.post("/v1/agents/bot/memory:dream", headers=AUTH)
+    assert response.status_code == 200, response.get_data(as_text=True)
+    assert response.get_json() == {"expired": 0, "promoted": 0, "decayed": 0,
+                                   "briefChanged": False}  # fmt: skip
+
+
+def test_the_lifecycle_function_walks_every_scope(container: Container) -> None:
+    client("commit").post("/v1/agents/bot/memory:commit", json={"chunks": [{"text": "x"}]},
+                          headers=AUTH)  # fmt: skip
+    response = client("lifecycle").post("/", json={})
+    assert response.status_code == 200, response.get_data(as_text=True)
+    assert response.get_json()["finished"] is True and response.get_json()["scopes"] == 1

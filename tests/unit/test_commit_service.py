@@ -41,6 +41,9 @@ class CapturingStore:
     def get_chunks(self, scope: ScopeRef, ids: Sequence[str]) -> list[MemoryRecord]:
         return []  # every chunk is new
 
+    def get_scope(self, scope: ScopeRef) -> None:
+        return None  # so the lifecycle pass after a commit finds no scope and writes nothing
+
 
 def run(command: CommitCommand, store: CapturingStore | None = None) -> CommitPlan:
     store = store or CapturingStore()

@@ -11,6 +11,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Protocol
 
+from jennah.ports.cursors import CursorStore
 from jennah.ports.embedder import Embedder
 from jennah.ports.identity import IdentityStore
 from jennah.ports.ledger import UsageLedger
@@ -47,6 +48,11 @@ class Services(Protocol):
 
     @property
     def formation(self) -> Formation: ...
+
+    @property
+    def cursors(self) -> CursorStore:
+        """The nightly lifecycle walk's cursor (the private `lifecycle` function)."""
+        ...
 
     @property
     def trace_project(self) -> str:

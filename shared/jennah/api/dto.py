@@ -825,6 +825,21 @@ class FormResponse(WireResponse):
     replay: bool = False
 
 
+# memory:dream
+
+
+class DreamResponse(WireResponse):
+    """What the lifecycle pass changed: claims expired (their validUntil arrived in the
+    scope's time zone), promoted (passing, reinforced three times: now durable) and decayed
+    (inferred, not reinforced for 180 days: now dormant), and whether the brief was
+    recompiled to other bytes. All zero and false when nothing was due (a replay)."""
+
+    expired: Int32 = 0
+    promoted: Int32 = 0
+    decayed: Int32 = 0
+    brief_changed: bool = False
+
+
 # execution-log steps
 
 

@@ -1,5 +1,5 @@
-"""Work served over HTTP by private functions: the usage rollup (a Cloud Scheduler
-target) and the form-worker (the Cloud Tasks target).
+"""Work served over HTTP by private functions: the usage rollup and the nightly lifecycle
+pass (Cloud Scheduler targets) and the form-worker (the Cloud Tasks target).
 
 These functions are not part of the public API: Cloud Run IAM admits only the
 scheduler's or the queue's service account (OIDC), so they take no Jennah
@@ -8,17 +8,24 @@ credential. Each answers with what it did, or a Google error body.
 
 from __future__ import annotations
 
+import time
+
 import flask
 
-from jennah.api import logs
+from jennah.api import dto, logs
 from jennah.api.context import Services
 from jennah.api.routes import error_reply, json_response
 from jennah.errors import Aborted, Internal, InvalidArgument, JennahError, Unavailable
 from jennah.ports.tasks import task_from_body
+from jennah.services import lifecycle as lifecycle_service
 from jennah.services import usage_report
 from jennah.services.formation import Outcome
 
 RETRY_AFTER_SECONDS = 10
+# The nightly lifecycle run stops starting scope passes after this long and answers 503,
+# so the scheduler's retry resumes the walk: well inside the function's 1800 s timeout.
+LIFECYCLE_BUDGET_SECONDS = 1500.0
+LIFECYCLE_RETRY_AFTER_SECONDS = 60
 
 
 def form_worker(request: flask.Request, services: Services) -> flask.Response:
@@ -71,3 +78,48 @@ def usage_rollup(request: flask.Request, services: Services) -> flask.Response:
     return json_response(
         {"rowsFolded": result.rows_folded, "watermark": result.watermark.isoformat()}, 200
     )
+
+
+def lifecycle(
+    request: flask.Request, services: Services, budget_seconds: float = LIFECYCLE_BUDGET_SECONDS
+) -> flask.Response:
+    """POST: walk every scope from where the last run stopped
+    (`jennah.services.lifecycle.nightly`).
+
+    200 when the walk reached the last scope; 503 with Retry-After when the budget ran
+    out first (the cursor is saved: the scheduler's retry resumes there).
+    """
+    deadline = time.monotonic() + budget_seconds
+    try:
+        if request.method != "POST":
+            raise InvalidArgument(f"{request.method} is not allowed; the pass is run by POST")
+        report = lifecycle_service.nightly(
+            services.store,
+            services.cursors,
+            services.now(),
+            stop=lambda: time.monotonic() >= deadline,
+        )
+    except JennahError as err:
+        return error_reply(err)
+    except Exception as exc:  # log it, tell the caller nothing inside
+        logs.log_exception("lifecycle pass failed", exc)
+        return error_reply(Internal("internal error; the server log has the details"))
+    body: dict[str, object] = {
+        "finished": report.finished,
+        "walkStartedAt": dto.format_timestamp(report.started_at),
+        "scopes": report.scopes,
+        "expired": report.expired,
+        "promoted": report.promoted,
+        "decayed": report.decayed,
+        "briefsChanged": report.briefs_changed,
+        "failedScopes": len(report.failed),
+    }
+    failed = [f"{s.enterprise_id}/{s.scope_id}" for s in report.failed[:20]]
+    logs.log(
+        "WARNING" if report.failed else "INFO",
+        f"lifecycle pass: {report.scopes} scopes, finished={report.finished}",
+        lifecycle={**body, "failed": failed},
+    )
+    if not report.finished:
+        return json_response(body, 503, {"Retry-After": str(LIFECYCLE_RETRY_AFTER_SECONDS)})
+    return json_response(body, 200)

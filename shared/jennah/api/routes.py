@@ -1,8 +1,8 @@
 """HTTP routing shared by every Cloud Function and by `jnh serve`.
 
 Each function serves its own routes only (`FORM_ROUTES`, `COMMIT_ROUTES` with
-`IMPORT_ROUTES`, `QUERY_ROUTES`, `INSPECT_ROUTES` with `STEP_ROUTES`, `EVIDENCE_ROUTES`,
-`BRIEF_ROUTES` and `EXPORT_ROUTES`, `SCOPE_ROUTES`,
+`IMPORT_ROUTES` and `DREAM_ROUTES`, `QUERY_ROUTES`, `INSPECT_ROUTES` with `STEP_ROUTES`,
+`EVIDENCE_ROUTES`, `BRIEF_ROUTES` and `EXPORT_ROUTES`, `SCOPE_ROUTES`,
 `VOCABULARY_ROUTES`, `USAGE_ROUTES`, `OPERATION_ROUTES`, `ADMIN_ROUTES`); `jnh serve` mounts
 `ALL_ROUTES`. A request goes through: match the path (404) and the method (405), authenticate
 (401), validate the path ids (400), authorize (every route declares its
@@ -46,6 +46,7 @@ from jennah.api.errors import (
     error_response,
     from_validation_error,
 )
+from jennah.api.lifecycle import dream
 from jennah.domain import okf_archive, rules
 from jennah.domain.access import Caller, Permission, ScopeKind
 from jennah.errors import Internal, InvalidArgument, JennahError, NotFound
@@ -306,6 +307,24 @@ IMPORT_ROUTES = _memory_routes(
     response_model=dto.ImportResponse,
     body_media_type=okf_archive.MEDIA_TYPE,
 )
+# The lifecycle pass on demand: memory:commit's permission and reach; the scope must exist
+# (a pass never creates one). Served by the `commit` function.
+DREAM_ROUTES: tuple[Route, ...] = tuple(
+    Route(
+        "POST", f"/v1/{collection}/{{{param}}}/memory:dream", dream,
+        f"{collection}.memory.dream",
+        "Run the lifecycle pass now: expire claims whose validUntil arrived in the scope's "
+        "time zone, promote passing claims reinforced 3 times, make inferred claims not "
+        "reinforced for 180 days dormant, recompile the brief and log the changes; a "
+        f"replay changes nothing ({noun})",
+        Permission.MEMORY_COMMIT, scope=ScopeAccess(kind),
+        response_model=dto.DreamResponse,
+    )
+    for collection, param, noun, kind in (
+        ("agents", "agentInstanceId", "agent workspace", ScopeKind.AGENT),
+        ("scopes", "scopeId", "any scope", None),
+    )
+)  # fmt: skip
 SCOPE_ROUTES: tuple[Route, ...] = (
     Route(
         "GET", "/v1/agents", handlers.list_agents, "agents.list",
@@ -445,6 +464,7 @@ ADMIN_ROUTES: tuple[Route, ...] = (
 ALL_ROUTES: tuple[Route, ...] = (
     FORM_ROUTES
     + COMMIT_ROUTES
+    + DREAM_ROUTES
     + QUERY_ROUTES
     + INSPECT_ROUTES
     + EXPORT_ROUTES

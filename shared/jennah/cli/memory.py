@@ -12,7 +12,7 @@ from typing import Any
 
 import click
 
-from jennah.cli import brief, evidence, formation, okf, render
+from jennah.cli import brief, evidence, formation, lifecycle, okf, render
 from jennah.cli.client import resource_path
 from jennah.cli.inputs import (
     FILTER_HELP,
@@ -59,6 +59,7 @@ def memory_group(collection: str, metavar: str, noun: str) -> click.Group:
     group.add_command(okf.import_command(collection, metavar, noun))
     if forms:
         group.add_command(okf.backfill_command())
+    group.add_command(lifecycle.dream_command(collection, metavar, noun))
     return group
 
 

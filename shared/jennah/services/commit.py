@@ -35,6 +35,7 @@ from jennah.domain.rules import MAX_COMMIT_ITEMS, MAX_LABEL_LENGTH
 from jennah.errors import InvalidArgument, NotFound
 from jennah.ports.embedder import Embedder
 from jennah.ports.store import MemoryStore
+from jennah.services import lifecycle
 from jennah.services.commands import ChunkInput, CommitCommand, EdgeInput, NodeInput
 
 NAME_PATTERN = rules.METADATA_KEY_PATTERN  # node classes and relation names
@@ -51,7 +52,8 @@ def commit(
 
     A supersession whose replacement carries no validAt closes the old window
     at the request's receipt time. `registration`, when given, registers the
-    scope in the same transaction (its first write).
+    scope in the same transaction (its first write). A commit that wrote or closed
+    chunks is followed by the scope's lifecycle pass (which never fails the commit).
     """
     received_at = now()
     _check_bounds(command)
@@ -71,6 +73,8 @@ def commit(
     plan.edges = list({e.edge_id: e for e in plan.edges}.values())
     plan.nodes = list({n.node_id: n for n in plan.nodes}.values())
     result = store.apply(plan)
+    if lifecycle.changes_claims(plan):
+        lifecycle.dream_after_change(store, command.scope, received_at)
     return result.model_copy(
         update={
             "chunk_ids": [c.id for c in plan.chunks],

@@ -40,6 +40,7 @@ from jennah.errors import InvalidArgument
 from jennah.ports.embedder import Embedder
 from jennah.ports.model import LanguageModel
 from jennah.ports.store import MemoryStore
+from jennah.services import lifecycle
 from jennah.services.formation import structure
 from jennah.services.formation.candidates import Candidate
 from jennah.services.formation.command import (
@@ -146,6 +147,8 @@ def run(
     if checkpoint is not None:
         checkpoint()
     result = commit_plan(store, formation.plan)
+    if lifecycle.changes_claims(formation.plan):  # a formation that changed nothing: no pass
+        lifecycle.dream_after_change(store, command.scope, prepared.received_at)
     return receipt.model_copy(update={"commit_timestamp": result.commit_timestamp})
 
 

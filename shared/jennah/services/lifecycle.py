@@ -1,0 +1,266 @@
+"""The lifecycle ("dream") pass: one scope's (`dream`), or every scope's (`nightly`).
+
+A pass reads the scope's active claims, works out the transitions due at `now`
+(`jennah.domain.lifecycle`: expire, decay, promote), recompiles the briefs from the
+claims that stay active (`jennah.services.brief.compile_briefs`) and applies ONE
+CommitPlan: the claim updates, each under the revision it read, the change-log lines
+and the briefs that changed. Nothing is written when nothing is due and the briefs
+compile to the bytes already stored, so replaying a pass at the same `now` changes
+nothing: no update, no change-log line, no brief write (a brief's `compiled_at` is
+therefore when its bytes last changed).
+
+No write overwrites another. A claim another writer changed after the pass read it
+fails the plan whole with Aborted REVISION_CHANGED; the pass then reads again and
+recomputes. After a plan lands the pass reads the active claims once more: when they are
+exactly what its plan left (same ids, same revisions) the brief it wrote is current and it
+stops; otherwise another writer changed a claim in between (a claim committed while the
+pass was compiling, say) and it goes round again from that read. So the brief a pass
+leaves was compiled from claims no write has changed since. At most MAX_ROUNDS rounds;
+a pass that never settles is Aborted REVISION_CHANGED (what it wrote stays, and the
+writers that kept changing the scope each run their own pass after their change).
+
+Triggers: `dream_after_change` after a formation or memory:commit that changed claims,
+`POST …/memory:dream` on demand, and the private `lifecycle` function every night
+(`nightly`: every scope of every enterprise, resuming where a killed walk stopped).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+
+from jennah.domain import lifecycle
+from jennah.domain.lifecycle import Change, Transition, WalkCursor
+from jennah.domain.models import (
+    CommitPlan,
+    MemoryRecord,
+    ScopeRecord,
+    ScopeRef,
+    Status,
+    StoredBrief,
+)
+from jennah.domain.rules import REVISION_CHANGED
+from jennah.errors import Aborted, FailedPrecondition, InvalidArgument, JennahError, NotFound
+from jennah.ports.cursors import CursorStore
+from jennah.ports.store import MemoryStore
+from jennah.services.brief import compile_briefs
+
+log = logging.getLogger(__name__)
+
+MAX_ROUNDS = 5  # reads of one pass: its write, and what another writer made it redo
+CLAIMS_PAGE = 1000  # list_claims page size
+WALK_BATCH = 100  # scopes read per walk_scopes call
+CURSOR = "lifecycle"  # the nightly walk's cursor name
+
+
+@dataclass(frozen=True)
+class DreamReport:
+    """What one pass changed in a scope: claims expired, promoted and decayed, and
+    whether a brief was rewritten. `rounds` counts the plans it computed."""
+
+    scope: ScopeRef
+    expired: int = 0
+    promoted: int = 0
+    decayed: int = 0
+    brief_changed: bool = False
+    rounds: int = 0
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.expired or self.promoted or self.decayed or self.brief_changed)
+
+    def plus(self, moves: Sequence[Transition], briefs: Sequence[StoredBrief]) -> DreamReport:
+        def count(change: Change) -> int:
+            return sum(1 for move in moves if move.change is change)
+
+        return replace(
+            self,
+            expired=self.expired + count(Change.EXPIRED),
+            promoted=self.promoted + count(Change.PROMOTED),
+            decayed=self.decayed + count(Change.DECAYED),
+            brief_changed=self.brief_changed or bool(briefs),
+        )
+
+
+def dream(store: MemoryStore, scope: ScopeRef, now: datetime) -> DreamReport:
+    """Run the lifecycle pass over one scope at `now` (see the module doc), in the time
+    zone of its registration: NotFound for a scope that is not registered (or was just
+    destroyed: nothing is written for it). Aborted REVISION_CHANGED when it never settles.
+    """
+    zone = lifecycle.scope_zone(_registration(store, scope).time_zone)
+    report = DreamReport(scope=scope)
+    claims = _active_claims(store, scope)
+    for rounds in range(1, MAX_ROUNDS + 1):
+        report = replace(report, rounds=rounds)
+        moves = lifecycle.transitions(claims, now, zone)
+        briefs = _changed_briefs(store, scope, lifecycle.active_after(claims, moves, now), now)
+        if not moves and not briefs:
+            return report
+        try:
+            store.apply(_plan(scope, moves, briefs))
+        except Aborted as exc:
+            if exc.reason != REVISION_CHANGED:
+                raise
+            claims = _active_claims(store, scope)
+            continue
+        report = report.plus(moves, briefs)
+        expected = [c for c in lifecycle.after_moves(claims, moves) if c.status is Status.ACTIVE]
+        claims = _active_claims(store, scope)
+        if _versions(claims) == _versions(expected):
+            return report  # nobody changed a claim in between: what it wrote is current
+    raise Aborted(
+        f"the lifecycle pass of scope {scope.scope_id!r} could not settle: other writers "
+        f"changed its claims {MAX_ROUNDS} times while it ran. Run it again",
+        reason=REVISION_CHANGED,
+    )
+
+
+def dream_after_change(store: MemoryStore, scope: ScopeRef, now: datetime) -> DreamReport | None:
+    """The pass that follows a write that changed claims (formation, memory:commit).
+
+    The write has committed already, so a failed pass must not fail it: the failure is
+    logged and None returned (the next change's pass or the nightly one catches up).
+    """
+    try:
+        return dream(store, scope, now)
+    except NotFound:  # a scope written without registering it (only store-level callers)
+        return None
+    except JennahError as exc:
+        log.warning("the lifecycle pass after a change of %s failed: %s", scope.scope_id, exc)
+        return None
+
+
+def changes_claims(plan: CommitPlan) -> bool:
+    """Whether a committed plan changed what a brief is compiled from (the claims)."""
+    return bool(plan.chunks or plan.chunk_supersessions or plan.claim_updates)
+
+
+@dataclass
+class NightlyReport:
+    """What one run of the nightly walk did. `finished` is False when it stopped for
+    `stop` (its cursor says where the next run resumes); `failed` names the scopes whose
+    pass never settled or could not run (they are tried again the next night)."""
+
+    started_at: datetime
+    resumed_after: ScopeRef | None
+    scopes: int = 0
+    expired: int = 0
+    promoted: int = 0
+    decayed: int = 0
+    briefs_changed: int = 0
+    finished: bool = False
+    failed: list[ScopeRef] = field(default_factory=list)
+
+    def add(self, dreamt: DreamReport) -> None:
+        self.scopes += 1
+        self.expired += dreamt.expired
+        self.promoted += dreamt.promoted
+        self.decayed += dreamt.decayed
+        self.briefs_changed += int(dreamt.brief_changed)
+
+
+def _never() -> bool:
+    return False
+
+
+def nightly(
+    store: MemoryStore,
+    cursors: CursorStore,
+    now: datetime,
+    *,
+    stop: Callable[[], bool] = _never,
+    batch: int = WALK_BATCH,
+) -> NightlyReport:
+    """Walk every scope of every enterprise (`store.walk_scopes`, `batch` at a time) and
+    dream each at `now`, saving the cursor after each scope.
+
+    A run resumes an unfinished walk begun within `lifecycle.RESUME_WINDOW`, after the
+    last scope it finished (a scope whose pass landed but whose cursor was not saved
+    yet is dreamt again, which changes nothing), and otherwise starts a new walk. `stop`
+    is asked before each scope: True saves the cursor and returns unfinished. Other
+    errors leave the cursor at the last finished scope and propagate.
+    """
+    walk = lifecycle.walk_start(cursors.get(CURSOR), now)
+    report = NightlyReport(started_at=walk.started_at, resumed_after=walk.after)
+    after = walk.after
+    while True:
+        page = store.walk_scopes(after, batch)
+        for record in page:
+            if stop():
+                cursors.put(CURSOR, WalkCursor(after=after, started_at=walk.started_at))
+                return report
+            _dream_one(store, record, now, report)
+            after = record.scope
+            cursors.put(CURSOR, WalkCursor(after=after, started_at=walk.started_at))
+        if len(page) < batch:
+            break
+    cursors.put(CURSOR, WalkCursor(started_at=walk.started_at, finished_at=now))
+    report.finished = True
+    return report
+
+
+def _dream_one(
+    store: MemoryStore, record: ScopeRecord, now: datetime, report: NightlyReport
+) -> None:
+    """One scope's pass. A scope destroyed since the walk read it is passed over; one whose
+    pass never settles or cannot run (a stored time zone that is not IANA) is reported
+    failed and the walk goes on; other errors (the store unavailable) end the run."""
+    try:
+        dreamt = dream(store, record.scope, now)
+    except NotFound:
+        return
+    except (Aborted, InvalidArgument, FailedPrecondition) as exc:
+        if isinstance(exc, Aborted) and exc.reason != REVISION_CHANGED:
+            raise
+        log.warning("the lifecycle pass of %s failed: %s", record.scope.scope_id, exc)
+        report.failed.append(record.scope)
+        return
+    report.add(dreamt)
+
+
+def _registration(store: MemoryStore, scope: ScopeRef) -> ScopeRecord:
+    record = store.get_scope(scope)
+    if record is None:
+        raise NotFound(f"scope {scope.scope_id!r} was not found")
+    return record
+
+
+def _active_claims(store: MemoryStore, scope: ScopeRef) -> list[MemoryRecord]:
+    claims: list[MemoryRecord] = []
+    while True:
+        after = claims[-1].id if claims else None
+        page = store.list_claims(scope, [Status.ACTIVE], after, CLAIMS_PAGE)
+        claims.extend(page)
+        if len(page) < CLAIMS_PAGE:
+            return claims
+
+
+def _versions(claims: Sequence[MemoryRecord]) -> list[tuple[str, int]]:
+    return [(claim.id, claim.revision) for claim in claims]
+
+
+def _changed_briefs(
+    store: MemoryStore, scope: ScopeRef, active: Sequence[MemoryRecord], now: datetime
+) -> list[StoredBrief]:
+    """The compiled briefs whose bytes (text, token count, expiries) differ from the stored."""
+    changed = []
+    for brief in compile_briefs(store, scope, active, now):
+        stored = store.get_brief(scope, brief.variant)
+        if stored is None or _content(stored) != _content(brief):
+            changed.append(brief)
+    return changed
+
+
+def _content(brief: StoredBrief) -> tuple[str, int, dict[str, datetime]]:
+    return brief.text, brief.token_count, brief.expiries
+
+
+def _plan(scope: ScopeRef, moves: Sequence[Transition], briefs: list[StoredBrief]) -> CommitPlan:
+    return CommitPlan(
+        scope=scope,
+        claim_updates=[move.update for move in moves],
+        change_log=[move.entry for move in moves],
+        briefs=briefs,
+    )
