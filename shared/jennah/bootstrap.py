@@ -25,6 +25,7 @@ from jennah.ports.operations import OperationStore
 from jennah.ports.store import MemoryStore
 from jennah.ports.tasks import FormationTask, TaskQueue
 from jennah.ports.vocabulary import VocabularyStore
+from jennah.services import lifecycle
 from jennah.services.access import Access
 from jennah.services.formation import Formation
 from jennah.services.formation.expiry import ExpirySweep
@@ -75,6 +76,7 @@ class Container:
         verifier: IdTokenVerifier | None = None,
         cursors: CursorStore | None = None,
         now: Callable[[], datetime] = utc_now,
+        defer_passes: bool = False,
     ) -> None:
         self.settings = settings
         self.now = now
@@ -90,6 +92,10 @@ class Container:
         self._model = model
         self._verifier = verifier
         self._cursors = cursors
+        # the lifecycle pass after a change: in the request (Cloud Functions), or on one
+        # background thread of this process (`jnh serve`, which lives between requests)
+        self._defer_passes = defer_passes
+        self._passes: lifecycle.Passes | None = None
         self._access: Access | None = None
         self._formation: Formation | None = None
         self._lock = threading.RLock()
@@ -133,6 +139,16 @@ class Container:
             return self._operations
 
     @property
+    def passes(self) -> lifecycle.Passes:
+        """What follows a write that changed claims: the scope's lifecycle pass."""
+        with self._lock:
+            if self._passes is None:
+                deferred = self._defer_passes
+                passes = lifecycle.DeferredPasses(self.store) if deferred else lifecycle.INLINE
+                self._passes = passes
+            return self._passes
+
+    @property
     def cursors(self) -> CursorStore:
         """Where the nightly lifecycle walk resumes: control documents, beside the identities."""
         with self._lock:
@@ -166,6 +182,7 @@ class Container:
                     model_call_deadline=model_call_deadline(self.settings),
                     lease=timedelta(seconds=self.settings.operation_lease_seconds),
                     report=log_formation,
+                    passes=self.passes,
                 )
             return self._formation
 
@@ -224,6 +241,8 @@ class Container:
     def close(self) -> None:
         if isinstance(self._tasks, _Closable):  # first: the workers still use the stores
             self._tasks.close()
+        if isinstance(self._passes, _Closable):  # then the passes they left pending
+            self._passes.close()
         for adapter in (
             self._store,
             self._identity,

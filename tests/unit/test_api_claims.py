@@ -46,7 +46,7 @@ FULL = {
     "authority": "user_explicit",
     "confidence": 0.75,
     "durability": "seasonal",
-    "validUntil": "2024-06-30T22:00:00Z",
+    "validUntil": "2099-06-30T22:00:00Z",
     "status": "active",
     "sensitivity": "minors",
     "related": ["chk_0123"],
@@ -78,7 +78,7 @@ def test_every_claim_field_goes_in_by_commit_and_comes_out_of_inspect(api: Api) 
     (chunk,) = chunks(api, asOfValid="2024-02-01T00:00:00Z")
     assert {k: chunk[k] for k in GIVEN_BACK} == GIVEN_BACK
     assert chunk["validAt"] == JAN
-    assert chunk["validUntil"] == "2024-06-30T22:00:00Z"
+    assert chunk["validUntil"] == "2099-06-30T22:00:00Z"
     assert chunk["formedAt"] == chunk["createdAt"]
     assert (chunk["revision"], chunk["reinforcementCount"]) == (1, 0)
     assert "lastReinforcedAt" not in chunk  # absent until the claim is reinforced
@@ -123,7 +123,7 @@ def test_absent_claim_fields_take_the_memory_record_defaults(api: Api) -> None:
     }  # fmt: skip
     assert (chunk["type"], chunk["authority"], chunk["status"]) == ("fact", "system", "active")
     assert "validUntil" not in chunk and "lastReinforcedAt" not in chunk
-    (stored,) = api.store.plans[-1].chunks
+    (stored,) = next(plan for plan in api.store.plans if plan.chunks).chunks
     assert stored.model_dump(exclude={"id", "scope", "content_hash", "text", "embedding"}) == (
         record.model_dump(exclude={"id", "scope", "content_hash", "text", "embedding"})
     )

@@ -23,6 +23,7 @@ CACHE_CONTROL = "private, no-cache"  # one caller's data; revalidate every time
 def get_brief(call: Call) -> Reply:
     services = call.services
     variant = BriefVariant(call.request.variant)
+    services.passes.settle(call.scope.ref)  # a pass a write left pending runs first
     served = brief_service.read_brief(services.store, call.scope.ref, variant, services.now())
     headers = {"ETag": served.etag, "Cache-Control": CACHE_CONTROL}
     if none_match(call.headers.get("If-None-Match"), served.etag):

@@ -20,6 +20,7 @@ from jennah.ports.store import MemoryStore
 from jennah.ports.vocabulary import VocabularyStore
 from jennah.services.access import Access
 from jennah.services.formation import Formation
+from jennah.services.lifecycle import Passes
 
 
 class Services(Protocol):
@@ -48,6 +49,11 @@ class Services(Protocol):
 
     @property
     def formation(self) -> Formation: ...
+
+    @property
+    def passes(self) -> Passes:
+        """The lifecycle pass after a write that changed claims (in the request, or deferred)."""
+        ...
 
     @property
     def cursors(self) -> CursorStore:

@@ -88,6 +88,7 @@ def commit(call: Call) -> Reply:
         services.embedder,
         services.now,
         registration=call.scope.registration,
+        passes=services.passes,
     )
     return Reply(
         dto.CommitResponse(

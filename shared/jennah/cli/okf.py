@@ -180,8 +180,9 @@ def backfill_command() -> click.Command:
         A failed formation stops the run; run the same command again to continue.
 
         Shows a progress bar on a terminal, then a report: per conversation the
-        counts of new, revised, known and rejected memories. When the server has no
-        memory:dream route yet, the lifecycle pass is skipped with a note.
+        counts of new, revised, known and rejected memories, and what the lifecycle
+        pass at the end changed (skipped with a note when the server answers NOT_FOUND:
+        no workspace was formed, or a server without memory:dream).
 
         \b
         Example:
@@ -301,17 +302,15 @@ def _append(ledger: Path, entry: dict[str, Any]) -> None:
 
 
 def lifecycle_pass(client: ApiClient, agent: str) -> str:
-    """POST memory:dream once; a server without the route is told, not failed."""
+    """POST memory:dream once; a NOT_FOUND (no workspace, or a server without the route)
+    is told, not failed."""
     try:
         with waiting(f"running the lifecycle pass of {agent}"):
             answer = client.post(resource_path("agents", agent, "dream"), {})
     except ApiError as err:
         if err.status != "NOT_FOUND":
             raise
-        return (
-            "skipped: this server has no memory:dream route yet; run "
-            f"`jnh agents memory dream {agent}` once it has"
-        )
+        return f"skipped: {err}; run `jnh agents memory dream {agent}` later"
     return "done" + (f": {json.dumps(answer, separators=(',', ':'))}" if answer else "")
 
 

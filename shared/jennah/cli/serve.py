@@ -89,7 +89,7 @@ def serve(
 
         log("WARNING", fallback)
     default_host, default_port = _endpoint_address(settings.endpoint)
-    container = Container(settings)
+    container = Container(settings, defer_passes=True)  # it lives between requests
     root = ensure_local_root(container)
     if no_preload:
         _ = container.access

@@ -47,13 +47,15 @@ def commit(
     embedder: Embedder,
     now: Callable[[], datetime],
     registration: ScopeRecord | None = None,
+    passes: lifecycle.Passes = lifecycle.INLINE,
 ) -> CommitResult:
     """Write chunks, nodes, edges and supersessions atomically; all or nothing.
 
     A supersession whose replacement carries no validAt closes the old window
     at the request's receipt time. `registration`, when given, registers the
     scope in the same transaction (its first write). A commit that wrote or closed
-    chunks is followed by the scope's lifecycle pass (which never fails the commit).
+    chunks is followed by the scope's lifecycle pass (`passes`: in this call, or deferred;
+    it never fails the commit).
     """
     received_at = now()
     _check_bounds(command)
@@ -74,7 +76,7 @@ def commit(
     plan.nodes = list({n.node_id: n for n in plan.nodes}.values())
     result = store.apply(plan)
     if lifecycle.changes_claims(plan):
-        lifecycle.dream_after_change(store, command.scope, received_at)
+        passes(store, command.scope, received_at)
     return result.model_copy(
         update={
             "chunk_ids": [c.id for c in plan.chunks],

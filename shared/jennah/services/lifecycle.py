@@ -27,9 +27,11 @@ Triggers: `dream_after_change` after a formation or memory:commit that changed c
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
+from typing import Protocol
 
 from jennah.domain import lifecycle
 from jennah.domain.lifecycle import Change, Transition, WalkCursor
@@ -264,3 +266,111 @@ def _plan(scope: ScopeRef, moves: Sequence[Transition], briefs: list[StoredBrief
         change_log=[move.entry for move in moves],
         briefs=briefs,
     )
+
+
+class Passes(Protocol):
+    """What follows a write that changed claims: the scope's pass (`InlinePasses` or
+    `DeferredPasses`), given the store, the scope and the write's receipt time."""
+
+    def __call__(self, store: MemoryStore, scope: ScopeRef, at: datetime) -> None: ...
+
+    def settle(self, scope: ScopeRef) -> None:
+        """Run the scope's pending pass now, if one is pending."""
+        ...
+
+
+def pass_inline(store: MemoryStore, scope: ScopeRef, at: datetime) -> None:
+    dream_after_change(store, scope, at)
+
+
+class InlinePasses:
+    """The pass after a change, in the request that made it (the Cloud Functions: an
+    instance has no life between requests to run it later). Nothing is ever pending."""
+
+    def __call__(self, store: MemoryStore, scope: ScopeRef, at: datetime) -> None:
+        pass_inline(store, scope, at)
+
+    def settle(self, scope: ScopeRef) -> None:
+        return None
+
+
+INLINE = InlinePasses()
+
+
+class DeferredPasses:
+    """The pass after a change, off the request (`jnh serve`): one background thread runs
+    each changed scope's pass, and the changes of a scope that arrive before its pass
+    starts share that one pass (a burst of commits pays one recompile, not one each).
+
+    `settle(scope)` runs a scope's pending pass at once, in the caller's thread (or waits
+    for the one running): the brief read calls it, so what a write changed is in the next
+    brief at once. `close()` runs what is pending, then stops the thread.
+    """
+
+    def __init__(self, store: MemoryStore) -> None:
+        self._store = store
+        self._pending: dict[ScopeRef, datetime] = {}  # scope -> latest change's time
+        self._running: set[ScopeRef] = set()
+        self._changed = threading.Condition()
+        self._closed = False
+        self._thread = threading.Thread(target=self._work, name="lifecycle-passes", daemon=True)
+        self._thread.start()
+
+    def __call__(self, store: MemoryStore, scope: ScopeRef, at: datetime) -> None:
+        with self._changed:
+            if self._closed:
+                pass_inline(store, scope, at)
+                return
+            self._pending[scope] = max(at, self._pending.get(scope, at))
+            self._changed.notify_all()
+
+    def settle(self, scope: ScopeRef) -> None:
+        with self._changed:
+            while scope in self._running:
+                self._changed.wait()
+            at = self._pending.pop(scope, None)
+            if at is None:
+                return
+            self._running.add(scope)
+        self._run(scope, at)
+
+    def idle(self, timeout: float | None = None) -> bool:
+        """Wait until no pass is pending or running; whether that happened in `timeout`."""
+        with self._changed:
+            return self._changed.wait_for(
+                lambda: not self._pending and not self._running, timeout=timeout
+            )
+
+    def close(self) -> None:
+        with self._changed:
+            self._closed = True
+            self._changed.notify_all()
+        self._thread.join()
+
+    def _work(self) -> None:
+        while True:
+            with self._changed:
+                while not self._runnable() and not (self._closed and not self._pending):
+                    self._changed.wait()
+                runnable = self._runnable()
+                if not runnable:
+                    return  # closed, and nothing left to run
+                scope = runnable[0]
+                at = self._pending.pop(scope)
+                self._running.add(scope)
+            self._run(scope, at)
+
+    def _runnable(self) -> list[ScopeRef]:
+        """Pending scopes whose pass is not running (a change during a scope's pass waits
+        for it, then gets a pass of its own)."""
+        return [scope for scope in self._pending if scope not in self._running]
+
+    def _run(self, scope: ScopeRef, at: datetime) -> None:
+        try:
+            pass_inline(self._store, scope, at)
+        except Exception:  # the pass never fails a write; the nightly pass catches up
+            log.exception("the lifecycle pass after a change of %s failed", scope.scope_id)
+        finally:
+            with self._changed:
+                self._running.discard(scope)
+                self._changed.notify_all()

@@ -107,6 +107,7 @@ def run(
     checkpoint: Callable[[], None] | None = None,
     spent_before: Spent | None = None,
     similarity_threshold: float = SIMILARITY_THRESHOLD,
+    passes: lifecycle.Passes = lifecycle.INLINE,
 ) -> FormationReceipt:
     """Steps 3 to 7: the model calls, the checks in code, and ONE commit; the receipt.
 
@@ -148,7 +149,7 @@ def run(
         checkpoint()
     result = commit_plan(store, formation.plan)
     if lifecycle.changes_claims(formation.plan):  # a formation that changed nothing: no pass
-        lifecycle.dream_after_change(store, command.scope, prepared.received_at)
+        passes(store, command.scope, prepared.received_at)
     return receipt.model_copy(update={"commit_timestamp": result.commit_timestamp})
 
 

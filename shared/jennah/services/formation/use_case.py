@@ -66,6 +66,7 @@ from jennah.ports.operations import OperationStore
 from jennah.ports.store import MemoryStore
 from jennah.ports.tasks import FormationTask, TaskQueue
 from jennah.ports.vocabulary import VocabularyStore
+from jennah.services import lifecycle
 from jennah.services.billing import (
     AdmittedFormation,
     admit_attempt,
@@ -152,6 +153,7 @@ class Formation:
     lease: timedelta = LEASE
     report: Reporter | None = None
     settlements: Settlements = field(default_factory=Settlements)
+    passes: lifecycle.Passes = lifecycle.INLINE  # the lifecycle pass after a change
 
     # The form function.
 
@@ -438,7 +440,7 @@ class Formation:
 
         return run(
             prepared, self.store, self.embedder, self.model, usage=spend,
-            checkpoint=still_ours, spent_before=earlier,
+            checkpoint=still_ours, spent_before=earlier, passes=self.passes,
         )  # fmt: skip
 
     def _release(self, admitted: AdmittedFormation, operation: FormationOperation) -> None:

@@ -1,0 +1,93 @@
+"""The lifecycle pass after a change, deferred (`jnh serve`): coalesced by scope, run at once
+by `settle`, drained by `close`; and inline (the Cloud Functions)."""
+
+from __future__ import annotations
+
+import threading
+from datetime import UTC, datetime
+
+import pytest
+
+from jennah.domain.models import ScopeRef
+from jennah.ports.store import MemoryStore
+from jennah.services import lifecycle
+from tests.unit.fakes import FakeStore
+
+A = ScopeRef(enterprise_id="e", scope_id="a")
+B = ScopeRef(enterprise_id="e", scope_id="b")
+T0 = datetime(2030, 1, 1, tzinfo=UTC)
+
+
+class Recorded:
+    """Stands in for `pass_inline`: records each pass; the first pass of `hold` waits for
+    `release` (so changes can arrive while it runs)."""
+
+    def __init__(self, hold: ScopeRef | None = None) -> None:
+        self.runs: list[tuple[ScopeRef, datetime]] = []
+        self.hold = hold
+        self.started = threading.Event()
+        self.release = threading.Event()
+        self.lock = threading.Lock()
+
+    def __call__(self, store: MemoryStore, scope: ScopeRef, at: datetime) -> None:
+        if scope == self.hold and not self.started.is_set():
+            self.started.set()
+            assert self.release.wait(30)
+        with self.lock:
+            self.runs.append((scope, at))
+
+
+@pytest.fixture
+def recorded(monkeypatch: pytest.MonkeyPatch) -> Recorded:
+    runs = Recorded(hold=A)
+    monkeypatch.setattr(lifecycle, "pass_inline", runs)
+    return runs
+
+
+def test_changes_arriving_while_a_pass_runs_share_one_later_pass(recorded: Recorded) -> None:
+    passes = lifecycle.DeferredPasses(FakeStore())
+    store = FakeStore()
+    passes(store, A, T0)
+    assert recorded.started.wait(30)  # A's first pass is running (held)
+    for second in range(1, 6):  # five more changes of A, one of B
+        passes(store, A, T0.replace(second=second))
+    passes(store, B, T0)
+    recorded.release.set()
+    assert passes.idle(30)
+    assert (B, T0) in recorded.runs
+    # A: its first pass, then ONE pass for the five changes, at the latest change's time
+    assert [run for run in recorded.runs if run[0] == A] == [(A, T0), (A, T0.replace(second=5))]
+    passes.close()
+
+
+def test_settle_runs_a_pending_pass_in_the_callers_thread(recorded: Recorded) -> None:
+    passes = lifecycle.DeferredPasses(FakeStore())
+    passes(FakeStore(), A, T0)  # held running in the background
+    assert recorded.started.wait(30)
+    passes(FakeStore(), A, T0.replace(second=1))  # pending behind it
+    settled = threading.Thread(target=passes.settle, args=(A,))
+    settled.start()
+    recorded.release.set()
+    settled.join(30)
+    assert not settled.is_alive()
+    # settle returned only once both the running pass and the pending one had run
+    assert [run for run in recorded.runs if run[0] == A] == [(A, T0), (A, T0.replace(second=1))]
+    passes.close()
+
+
+def test_close_runs_what_is_pending_and_later_changes_run_inline(recorded: Recorded) -> None:
+    recorded.hold = None
+    passes = lifecycle.DeferredPasses(FakeStore())
+    passes(FakeStore(), B, T0)
+    passes.close()
+    assert (B, T0) in recorded.runs
+    passes(FakeStore(), B, T0.replace(second=9))  # after close: in the caller's thread
+    assert recorded.runs[-1] == (B, T0.replace(second=9))
+
+
+def test_inline_passes_run_in_the_call_and_never_pend(recorded: Recorded) -> None:
+    recorded.hold = None
+    lifecycle.INLINE(FakeStore(), B, T0)
+    assert recorded.runs == [(B, T0)]
+    lifecycle.INLINE.settle(B)
+    assert recorded.runs == [(B, T0)]
