@@ -18,9 +18,27 @@ and, when attribution is usable, `jennah.source_turns` (ascending turn
 numbers), and gets an evidence line (ref `conv://{scope}/{stepId}#turn=a-b`,
 the quote, recorded at the receipt time). Chunks are create-or-replace on their
 content-derived id, so a fact stated as NEW again names the later conversation;
-KNOWN candidates write nothing and keep the provenance they have. The step is
-written (idempotently) whenever the plan writes memory; `execution_log_rows` is
-0 when it existed already (the same conversation formed before).
+KNOWN candidates keep the provenance they have. The step is written
+(idempotently) whenever the plan writes memory; `execution_log_rows` is 0 when it
+existed already (the same conversation formed before).
+
+Claims: a formed fact's record carries the claim fields code decided
+(`claims.assess`, after the checks in `checks`): type, about, summary, body (the
+text), whenToUse, authority, strength, confidence, durability, validUntil and
+sensitivity; and `applies_to`, the node ids of the entities this formation's
+relationships name that its text mentions.
+
+Reinforcement: a KNOWN fact reinforces the active claim it restates, with a
+ClaimUpdate under the revision read while planning (reinforcement_count + 1,
+last_reinforced_at = the boundary, never earlier than it was), ONE evidence line
+(`conv://{scope}/{stepId}#turn=a-b`, the quote, recorded at the receipt time) and
+a "reinforced" change-log line, and writes no new record. Only when the claim's
+evidence has no line of this step yet: forming the same conversation again (a
+replay without its formationKey) changes nothing.
+
+Contradiction: an inference that contradicts a claim the user stated is REJECTED
+(`verdicts`); the kept claim gets a "contradicted" change-log line (from: the
+candidate's words, to: its conv:// ref), the first time the conversation is formed.
 """
 
 from __future__ import annotations
