@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from jennah.domain.models import (
+    BriefVariant,
     CommitPlan,
     CommitResult,
     Direction,
@@ -42,6 +43,7 @@ from tests.contract.conftest import (
     row_counts,
     search_ids,
 )
+from tests.contract.test_claims_contract import claims_plan
 from tests.contract.test_ledger_contract import STEP, formation_plan
 
 
@@ -246,6 +248,7 @@ def fill(store: MemoryStore, scope: ScopeRef, kind: str = "agent") -> None:
         ],
     )
     store.apply(formation_plan(scope))
+    store.apply(claims_plan(scope))
 
 
 def observe(store: MemoryStore, scope: ScopeRef) -> dict[str, Any]:
@@ -264,6 +267,9 @@ def observe(store: MemoryStore, scope: ScopeRef) -> dict[str, Any]:
         "edges": edges,
         "edges by id": store.get_edges(scope, [e.edge_id for e in edges]),
         "step": store.get_step(scope, STEP.step_id),
+        "evidence": store.list_evidence(scope, [c.id for c in chunks]),
+        "brief": store.get_brief(scope, BriefVariant.FULL),
+        "change log": store.list_change_log(scope, 1000),
     }
 
 
@@ -277,6 +283,9 @@ EMPTY: dict[str, Any] = {
     "edges": [],
     "edges by id": [],
     "step": None,
+    "evidence": [],
+    "brief": None,
+    "change log": [],
 }
 
 

@@ -18,11 +18,14 @@ from jennah.adapters.sqlite.store import SqliteStore
 from jennah.adapters.sqlite.vector_index import IndexRow, ScopeIndex
 from jennah.domain import rules
 from jennah.domain.models import (
+    BriefVariant,
     CommitPlan,
     FilterOperator,
     MemoryRecord,
     MetadataFilter,
+    ScopeRecord,
     ScopeRef,
+    StoredBrief,
     Supersession,
 )
 from jennah.errors import FailedPrecondition, InvalidArgument, NotFound
@@ -434,4 +437,49 @@ def test_a_version_3_file_gets_the_search_index_and_its_searches_use_it(tmp_path
         )
     )
     assert "COVERING INDEX memory_records_for_search" in plan
+    conn.close()
+
+
+def test_a_version_4_file_gets_the_claim_columns_and_tables(tmp_path: Path) -> None:
+    path = tmp_path / "memory.db"
+    store = SqliteStore(path)
+    scope = new_scope()
+    store.apply(CommitPlan(scope=scope, registration=ScopeRecord(scope=scope, kind="agent")))
+    commit_items(store, scope, chunks=[ChunkInput(text="the tea ceremony history")])
+    store.close()
+    conn = open_connection(path)  # back to version 4: no claim columns, tables or status
+    for table, column in [
+        ("memory_records", "applies_to"), ("memory_records", "related"),
+        ("memory_records", "needs_enrichment"), ("memory_records", "extensions"),
+        ("scopes", "time_zone"),
+    ]:  # fmt: skip
+        conn.execute(f"ALTER TABLE {table} DROP COLUMN {column}")
+    conn.execute("DROP TABLE briefs")
+    conn.execute("DROP TABLE change_log")
+    conn.execute("DROP INDEX memory_records_for_search")
+    conn.execute(
+        "CREATE INDEX memory_records_for_search ON memory_records "
+        "(row_id, enterprise_id, scope_id, id, retired_at, valid_at, invalid_at)"
+    )
+    conn.execute("PRAGMA user_version = 4")
+    conn.close()
+
+    store = SqliteStore(path)
+    (record,) = store.list_claims(scope, None, None, 10)
+    assert (record.applies_to, record.related, record.extensions) == ([], [], {})
+    assert record.needs_enrichment is False
+    registration = store.get_scope(scope)
+    assert registration is not None and registration.time_zone == "UTC"
+    claimed = record.model_copy(update={"applies_to": ["tea"], "extensions": {"x": "1"}})
+    brief = StoredBrief(variant=BriefVariant.FULL, text="# Brief", token_count=2)
+    store.apply(CommitPlan(scope=scope, chunks=[claimed], briefs=[brief]))
+    assert store.get_chunks(scope, [record.id])[0].applies_to == ["tea"]
+    assert store.get_brief(scope, BriefVariant.FULL) is not None
+    hits = store.search_words(scope, ["ceremony"], 10, [], NOW)
+    assert [hit.record.extensions for hit in hits] == [{"x": "1"}]
+    store.close()
+    conn = open_connection(path)
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == schema.SCHEMA_VERSION
+    columns = [row[2] for row in conn.execute("PRAGMA index_info(memory_records_for_search)")]
+    assert columns[-1] == "status"
     conn.close()

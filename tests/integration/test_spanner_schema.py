@@ -4,6 +4,7 @@ every domain field has a column, and the production-only DDL says what productio
 from __future__ import annotations
 
 import re
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,8 @@ from jennah.adapters.spanner.schema import (
 from jennah.domain.billing import EnterpriseBilling, UsageRecord
 from jennah.domain.models import (
     EMBEDDING_DIMENSIONS,
+    BriefVariant,
+    ChangeLogEntry,
     Evidence,
     ExecutionLogStep,
     FormationKeyRecord,
@@ -28,6 +31,7 @@ from jennah.domain.models import (
     MemoryLink,
     MemoryRecord,
     ScopeRecord,
+    StoredBrief,
 )
 from tests.support.spanner_emulator import create_database, session_emulator
 
@@ -42,6 +46,8 @@ SCOPED_TABLES = {
     "execution_log_steps",
     "formation_keys",
     "scopes",
+    "briefs",
+    "change_log",
 }
 # Usage and billing: keyed by enterprise alone, so they outlive destroyed scopes.
 ENTERPRISE_TABLES = {
@@ -154,6 +160,8 @@ RENAMED = {"scope": ["enterprise_id", "scope_id"], "memory_id": ["id"]}
         ("execution_log_steps", ExecutionLogStep),
         ("formation_keys", FormationKeyRecord),
         ("scopes", ScopeRecord),
+        ("briefs", StoredBrief),
+        ("change_log", ChangeLogEntry),
         ("usage_records", UsageRecord),
         ("billing_settings", EnterpriseBilling),
     ],
@@ -209,3 +217,50 @@ def test_emulator_still_lacks_vector_indexes(fresh_database: Any) -> None:
     """If this fails, the emulator learned CREATE VECTOR INDEX: fold it into schema.sql."""
     with pytest.raises(google_errors.GoogleAPICallError, match="VECTOR"):
         fresh_database.update_ddl(production_only_statements()).result(60)
+
+
+def test_the_claims_ddl_upgrades_a_database_created_before_it() -> None:
+    """A database deployed before claims.sql (its rows written) takes the appended DDL
+    in place; stored rows read as no links, no extensions, time zone UTC."""
+    from google.cloud.spanner_v1 import COMMIT_TIMESTAMP
+
+    from jennah.adapters.spanner.store import SpannerStore
+    from jennah.domain.models import ScopeRef
+    from tests.support.spanner_emulator import ADMIN_SECONDS, INSTANCE, emulator_client
+
+    before = split_statements(Path(schema.__file__).with_name(schema.SCHEMA_FILE).read_text())
+    for name in schema.APPENDED_FILES[: schema.APPENDED_FILES.index("claims.sql")]:
+        before += split_statements(Path(schema.__file__).with_name(name).read_text())
+    instance = emulator_client(session_emulator().host).instance(INSTANCE)
+    database = instance.database(f"upgrade-{uuid.uuid4().hex[:12]}", ddl_statements=before)
+    database.create().result(ADMIN_SECONDS)
+    try:
+        scope = ScopeRef(enterprise_id="e", scope_id="s")
+        with database.batch() as batch:
+            batch.insert(
+                "scopes",
+                ["enterprise_id", "scope_id", "kind", "created_at", "created_by"],
+                [["e", "s", "agent", COMMIT_TIMESTAMP, ""]],
+            )
+            columns = {
+                "enterprise_id": "e", "scope_id": "s", "id": "c-1", "revision": 1,
+                "content_hash": "h", "text": "old row", "summary": "", "about": "",
+                "when_to_use": "", "type": "fact", "metadata": "{}", "strength": "soft",
+                "pin": False, "authority": "system", "confidence": 1.0,
+                "sensitivity": "normal", "created_at": COMMIT_TIMESTAMP,
+                "updated_at": COMMIT_TIMESTAMP, "status": "active", "durability": "durable",
+                "reinforcement_count": 0,
+            }  # fmt: skip
+            batch.insert("memory_records", list(columns), [list(columns.values())])
+        claims = Path(schema.__file__).with_name("claims.sql").read_text()
+        database.update_ddl(split_statements(claims)).result(ADMIN_SECONDS)
+
+        store = SpannerStore(database)
+        (record,) = store.get_chunks(scope, ["c-1"])
+        assert (record.applies_to, record.related, record.extensions) == ([], [], {})
+        assert record.needs_enrichment is False
+        registration = store.get_scope(scope)
+        assert registration is not None and registration.time_zone == "UTC"
+        assert store.get_brief(scope, BriefVariant.FULL) is None
+    finally:
+        database.drop()

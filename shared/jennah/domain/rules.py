@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from datetime import datetime
 
 from jennah.domain.access import ScopeKind
-from jennah.domain.models import CommitPlan, FilterOperator, MetadataFilter
+from jennah.domain.models import ClaimUpdate, CommitPlan, FilterOperator, MetadataFilter
 from jennah.errors import InvalidArgument
 
 # Metadata bounds (documented in README "Limits"). Platform keys such as
@@ -150,6 +150,26 @@ def check_supersession(
             metadata={"id": target_id},
         )
     return True
+
+
+def check_claim_revision(update: ClaimUpdate, stored_revision: int | None) -> None:
+    """Allow a claim update only while the claim's stored revision (None: no such claim)
+    is the one the update expects: NotFound, or Aborted with REVISION_CHANGED (the whole
+    plan then fails). Every store adapter calls this inside its transaction."""
+    from jennah.errors import Aborted, NotFound
+
+    if stored_revision is None:
+        raise NotFound(
+            f"the claim update names {update.memory_id}, which does not exist in this scope",
+            metadata={"id": update.memory_id},
+        )
+    if stored_revision != update.expected_revision:
+        raise Aborted(
+            f"{update.memory_id} changed under this writer: revision {stored_revision}, "
+            f"expected {update.expected_revision}; re-read it and retry",
+            reason=REVISION_CHANGED,
+            metadata={"id": update.memory_id},
+        )
 
 
 def check_registration(plan: CommitPlan) -> None:

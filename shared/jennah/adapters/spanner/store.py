@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from enum import Enum
 from typing import Any, TypeVar
@@ -37,9 +37,14 @@ from jennah import errors
 from jennah.adapters.spanner.calls import CallBound, bounded, utc
 from jennah.domain import rules
 from jennah.domain.models import (
+    HIDDEN_STATUSES,
+    BriefVariant,
+    ChangeLogEntry,
+    ClaimUpdate,
     CommitPlan,
     CommitResult,
     Direction,
+    Evidence,
     ExecutionLogStep,
     FilterOperator,
     FormationKeyRecord,
@@ -51,6 +56,7 @@ from jennah.domain.models import (
     ScopeRef,
     ScoredRecord,
     Status,
+    StoredBrief,
     Supersession,
 )
 
@@ -59,21 +65,29 @@ RECORD_COLUMNS = (
     "type", "metadata", "strength", "pin", "authority", "confidence", "sensitivity",
     "valid_at", "invalid_at", "valid_until", "created_at", "updated_at", "retired_at",
     "status", "supersedes", "superseded_by", "durability", "reinforcement_count",
-    "last_reinforced_at", "embedding",
+    "last_reinforced_at", "applies_to", "related", "needs_enrichment", "extensions",
+    "embedding",
 )  # fmt: skip
+# What a read of many claims selects: every column but the embedding.
+CLAIM_COLUMNS = RECORD_COLUMNS[:-1]
 NODE_COLUMNS = ("node_id", "label", "node_type", "properties", "created_at", "updated_at")
 EDGE_COLUMNS = (
     "edge_id", "source", "relation", "target", "properties", "valid_at", "invalid_at",
     "created_at", "retired_at", "supersedes", "superseded_by",
 )  # fmt: skip
 STEP_COLUMNS = ("step_id", "tool_input", "metadata", "created_at")
-SCOPE_COLUMNS = ("kind", "created_at", "created_by")
+SCOPE_COLUMNS = ("kind", "created_at", "created_by", "time_zone")
+EVIDENCE_COLUMNS = ("id", "ref", "quote", "recorded_at")
+BRIEF_COLUMNS = ("variant", "text", "token_count", "expiries", "compiled_at")
+CHANGE_COLUMNS = ("id", "day", "change", "from_value", "to_value", "recorded_at")
 FORMATION_KEY_COLUMNS = ("formation_key", "fingerprint", "receipt_json", "committed_at")
 
 # Every table keyed by (enterprise_id, scope_id), with the rest of its primary
 # key, in the order a destroy deletes them: children first, the registry last.
 SCOPED_TABLES: dict[str, tuple[str, ...]] = {
     "evidence": ("id", "ref"),
+    "briefs": ("variant",),
+    "change_log": ("recorded_at", "id", "change"),
     "memory_links": ("source_id", "target_id"),
     "memory_records": ("id",),
     "graph_nodes": ("node_id",),
@@ -111,6 +125,10 @@ _SCOPE_SQL = "enterprise_id = @enterprise_id AND scope_id = @scope_id"
 _VALID_AT_SQL = (
     "retired_at IS NULL AND (valid_at IS NULL OR valid_at <= @as_of)"
     " AND (invalid_at IS NULL OR invalid_at > @as_of)"
+)
+# Not hidden: out of every default read (domain HIDDEN_STATUSES).
+_SHOWN_SQL = "status NOT IN ({})".format(
+    ", ".join(f"'{status.value}'" for status in sorted(HIDDEN_STATUSES))
 )
 
 
@@ -151,6 +169,7 @@ class SpannerStore:
             edges_written=len(plan.edges),
             chunk_supersessions=written.chunk_supersessions,
             edge_supersessions=written.edge_supersessions,
+            claims_updated=len(plan.claim_updates),
         )
 
     def destroy_scope(self, scope: ScopeRef) -> int:
@@ -196,6 +215,117 @@ class SpannerStore:
         return [
             _scope_record(ScopeRef(enterprise_id=enterprise_id, scope_id=row[0]), row[1:])
             for row in self._execute(query, sql, "list scopes")
+        ]
+
+    def set_time_zone(self, scope: ScopeRef, time_zone: str) -> ScopeRecord:
+        """Set a registered scope's time zone (read and written in one transaction);
+        NotFound when it is not registered."""
+
+        def update(txn: Any) -> ScopeRecord:
+            rows = list(
+                txn.read("scopes", SCOPE_COLUMNS, _keyset(scope, [()]), **self._bound.kwargs)
+            )
+            if not rows:
+                raise errors.NotFound(
+                    f"scope {scope.scope_id} does not exist", metadata={"scopeId": scope.scope_id}
+                )
+            txn.update("scopes", *_mutation(scope, {"time_zone": time_zone}))
+            return _scope_record(scope, [*rows[0][:-1], time_zone])
+
+        record: ScopeRecord = self._bounded(
+            "set time zone",
+            lambda: self._database.run_in_transaction(update, timeout_secs=self._timeout),
+        )
+        return record
+
+    def walk_scopes(self, after: ScopeRef | None, limit: int) -> list[ScopeRecord]:
+        """Every enterprise's registered scopes by (enterprise id, scope id), a page."""
+        query = _Query()
+        if after is not None:
+            enterprise = query.bind("after_enterprise", after.enterprise_id, param_types.STRING)
+            scope_id = query.bind("after_scope", after.scope_id, param_types.STRING)
+            query.where(
+                f"enterprise_id > {enterprise} OR (enterprise_id = {enterprise}"
+                f" AND scope_id > {scope_id})"
+            )
+        where = f" WHERE {query.conditions()}" if after is not None else ""
+        sql = (
+            f"SELECT enterprise_id, scope_id, {_select(SCOPE_COLUMNS)} FROM scopes{where}"
+            " ORDER BY enterprise_id, scope_id"
+            f" LIMIT {query.bind('limit', limit, param_types.INT64)}"
+        )
+        return [
+            _scope_record(ScopeRef(enterprise_id=row[0], scope_id=row[1]), row[2:])
+            for row in self._execute(query, sql, "walk scopes")
+        ]
+
+    # claims
+
+    def list_claims(
+        self,
+        scope: ScopeRef,
+        statuses: Sequence[Status] | None,
+        after: str | None,
+        limit: int,
+    ) -> list[MemoryRecord]:
+        """The scope's claims of those statuses (all when None), any validity, by id;
+        after `after`, at most `limit`; embeddings left out."""
+        query = _Query.scoped(scope)
+        if after is not None:
+            query.where(f"id > {query.bind('after', after, param_types.STRING)}")
+        if statuses is not None:
+            wanted = sorted({status.value for status in statuses})
+            query.where(f"status IN UNNEST({query.bind('statuses', wanted, _STRING_ARRAY)})")
+        sql = (
+            f"SELECT {_select(CLAIM_COLUMNS)} FROM memory_records WHERE {query.conditions()}"
+            f" ORDER BY id LIMIT {query.bind('limit', limit, param_types.INT64)}"
+        )
+        return [
+            _from_row(MemoryRecord, CLAIM_COLUMNS, row, scope=scope)
+            for row in self._execute(query, sql, "list claims")
+        ]
+
+    def list_evidence(self, scope: ScopeRef, memory_ids: Sequence[str]) -> list[Evidence]:
+        """The named claims' evidence lines by memory id, recorded_at, ref."""
+        if not memory_ids:
+            return []
+        query = _Query.scoped(scope)
+        ids = query.bind("ids", sorted(set(memory_ids)), _STRING_ARRAY)
+        query.where(f"id IN UNNEST({ids})")
+        sql = (
+            f"SELECT {_select(EVIDENCE_COLUMNS)} FROM evidence WHERE {query.conditions()}"
+            " ORDER BY id, recorded_at, ref"
+        )
+        return [
+            Evidence(memory_id=row[0], ref=row[1], quote=row[2], recorded_at=utc(row[3]))
+            for row in self._execute(query, sql, "list evidence")
+        ]
+
+    def get_brief(self, scope: ScopeRef, variant: BriefVariant) -> StoredBrief | None:
+        rows = self._read("briefs", BRIEF_COLUMNS, scope, [(variant.value,)])
+        if not rows:
+            return None
+        _, text, token_count, expiries, compiled_at = rows[0]
+        return StoredBrief(
+            variant=variant,
+            text=text,
+            token_count=token_count,
+            expiries={k: datetime.fromisoformat(v) for k, v in _string_map(expiries).items()},
+            compiled_at=utc(compiled_at),
+        )
+
+    def list_change_log(self, scope: ScopeRef, limit: int, offset: int = 0) -> list[ChangeLogEntry]:
+        """The scope's change log, newest first (the key's order), a page."""
+        query = _Query.scoped(scope)
+        sql = (
+            f"SELECT {_select(CHANGE_COLUMNS)} FROM change_log WHERE {query.conditions()}"
+            " ORDER BY recorded_at DESC, id, `change`"
+            f" LIMIT {query.bind('limit', limit, param_types.INT64)}"
+            f" OFFSET {query.bind('offset', offset, param_types.INT64)}"
+        )
+        return [
+            _from_row(ChangeLogEntry, ("memory_id", *CHANGE_COLUMNS[1:]), row)
+            for row in self._execute(query, sql, "list change log")
         ]
 
     # chunks
@@ -273,7 +403,7 @@ class SpannerStore:
         query = _Query.scoped(scope)
         if as_of is not None:
             query.bind("as_of", as_of, param_types.TIMESTAMP)
-            query.where(_VALID_AT_SQL)
+            query.where(_VALID_AT_SQL, _SHOWN_SQL)
         sql = (
             f"SELECT {_select(RECORD_COLUMNS)} FROM memory_records WHERE {query.conditions()}"
             f" ORDER BY id LIMIT {query.bind('limit', limit, param_types.INT64)}"
@@ -418,9 +548,13 @@ class _Written:
 
 @dataclass(frozen=True)
 class _Window:
+    """A row's validity window, and a chunk's revision (None for an edge) as this
+    transaction leaves it so far."""
+
     valid_at: datetime | None
     invalid_at: datetime | None
     superseded_by: str | None
+    revision: int | None = None
 
 
 @dataclass(frozen=True)
@@ -456,6 +590,7 @@ class _VersionedTable:
         }
         if self.has_status:
             values["status"] = Status.SUPERSEDED.value
+            values["revision"] = window.revision
         return values
 
 
@@ -475,6 +610,7 @@ class _PlanWriter:
         self._plan = plan
         self._scope = plan.scope
         self._bound = bound
+        self._windows: dict[str, _Window] = {}  # the chunks' windows, set by each `write`
 
     def write(self, txn: Any) -> _Written:
         plan = self._plan
@@ -486,7 +622,9 @@ class _PlanWriter:
         )
         self._write_nodes(txn, plan.nodes)
         edge_supersessions = self._write_versioned(txn, _EDGES, edge_rows, plan.edge_supersessions)
+        self._update_claims(txn)
         self._write_evidence(txn)
+        self._write_briefs(txn)
         self._write_links(txn)
         self._write_steps(txn)
         self._write_formation_key(txn)
@@ -495,6 +633,32 @@ class _PlanWriter:
             # mutation; with neither, the client refuses to commit it.
             list(txn.execute_sql("SELECT 1", **self._bound.kwargs))
         return _Written(txn, chunk_supersessions, edge_supersessions)
+
+    def _update_claims(self, txn: Any) -> None:
+        """Apply the claim updates in order, each checked against the revision read in
+        this transaction (or left by this plan's own writes), as one update each."""
+        updates = self._plan.claim_updates
+        windows = dict(self._windows)
+        unread = sorted({u.memory_id for u in updates} - windows.keys())
+        columns = ("id", "valid_at", "invalid_at", "superseded_by", "revision")
+        for row in self._read(txn, "memory_records", columns, [(i,) for i in unread]):
+            windows[row[0]] = _Window(_utc_or_none(row[1]), _utc_or_none(row[2]), row[3], row[4])
+        for update in updates:
+            window = windows.get(update.memory_id)
+            rules.check_claim_revision(update, None if window is None else window.revision)
+            assert window is not None and window.revision is not None
+            values = _claim_changes(update) | {
+                "id": update.memory_id,
+                "revision": window.revision + 1,
+                "updated_at": COMMIT_TIMESTAMP,
+            }
+            invalid_at = window.invalid_at
+            if invalid_at is None and update.invalid_at is not None:
+                invalid_at = values["invalid_at"] = update.invalid_at  # only an open window
+            windows[update.memory_id] = _Window(
+                window.valid_at, invalid_at, window.superseded_by, window.revision + 1
+            )
+            self._put(txn, "memory_records", True, values)
 
     def _register(self, txn: Any) -> None:
         """Insert the registration unless the scope is registered already."""
@@ -521,7 +685,11 @@ class _PlanWriter:
             txn, table, set(planned) | {c.target_id for c in supersessions}
         )
         windows = {row_id: row.window for row_id, row in planned.items()} | existing
+        for row_id in planned.keys() & existing.keys():  # a replace rewrites the revision
+            windows[row_id] = replace(windows[row_id], revision=planned[row_id].window.revision)
         closed = _apply_supersessions(table, windows, supersessions)
+        if table.has_status:
+            self._windows = windows  # what the claim updates check against
         for row_id, row in planned.items():
             values = row.replace if row_id in existing else dict(row.insert)
             if row_id in closed:
@@ -534,9 +702,14 @@ class _PlanWriter:
         return len(closed)
 
     def _read_windows(self, txn: Any, table: _VersionedTable, ids: set[str]) -> dict[str, _Window]:
-        columns = (table.id_column, "valid_at", "invalid_at", "superseded_by")
+        columns: tuple[str, ...] = (table.id_column, "valid_at", "invalid_at", "superseded_by")
+        if table.has_status:
+            columns += ("revision",)
         rows = self._read(txn, table.name, columns, [(i,) for i in sorted(ids)])
-        return {row[0]: _Window(_utc_or_none(row[1]), _utc_or_none(row[2]), row[3]) for row in rows}
+        return {
+            row[0]: _Window(_utc_or_none(row[1]), _utc_or_none(row[2]), row[3], *row[4:])
+            for row in rows
+        }
 
     def _write_nodes(self, txn: Any, nodes: Sequence[GraphNode]) -> None:
         merged: dict[str, GraphNode] = {}
@@ -564,14 +737,38 @@ class _PlanWriter:
             self._put(txn, "graph_nodes", exists, values)
 
     def _write_evidence(self, txn: Any) -> None:
+        """Insert the lines whose (memory, ref) is new; a recorded one is left as it is."""
+        lines: dict[tuple[str, str], Evidence] = {}
         for line in self._plan.evidence:
+            lines.setdefault((line.memory_id, line.ref), line)
+        stored = {tuple(row) for row in self._read(txn, "evidence", ("id", "ref"), sorted(lines))}
+        for (memory_id, ref), line in lines.items():
+            if (memory_id, ref) not in stored:
+                values = {"id": memory_id, "ref": ref, "quote": line.quote,
+                          "recorded_at": line.recorded_at}  # fmt: skip
+                self._put(txn, "evidence", False, values)
+
+    def _write_briefs(self, txn: Any) -> None:
+        """The compiled briefs (each replaces its variant's) and the change-log lines."""
+        for brief in self._plan.briefs:
             values = {
-                "id": line.memory_id,
-                "ref": line.ref,
-                "quote": line.quote,
-                "recorded_at": line.recorded_at,
+                "variant": brief.variant.value,
+                "text": brief.text,
+                "token_count": brief.token_count,
+                "expiries": _json({k: v.isoformat() for k, v in brief.expiries.items()}),
+                "compiled_at": COMMIT_TIMESTAMP,
             }
-            txn.insert_or_update("evidence", *_mutation(self._scope, values))
+            txn.insert_or_update("briefs", *_mutation(self._scope, values))
+        for entry in self._plan.change_log:
+            line: dict[str, Any] = {
+                "recorded_at": entry.recorded_at or COMMIT_TIMESTAMP,
+                "id": entry.memory_id,
+                "change": entry.change,
+                "day": entry.day,
+                "from_value": entry.from_value,
+                "to_value": entry.to_value,
+            }
+            txn.insert_or_update("change_log", *_mutation(self._scope, line))
 
     def _write_links(self, txn: Any) -> None:
         wanted = sorted({(link.source_id, link.target_id) for link in self._plan.links})
@@ -640,6 +837,9 @@ def _writes_nothing(plan: CommitPlan) -> bool:
         or plan.chunk_supersessions
         or plan.edge_supersessions
         or plan.evidence
+        or plan.claim_updates
+        or plan.briefs
+        or plan.change_log
         or plan.links
         or plan.steps
         or plan.formation_key
@@ -747,8 +947,9 @@ def _apply_supersessions(
             supersession.invalid_at,
             supersession.superseded_by,
         ):
+            revision = None if window.revision is None else window.revision + 1
             windows[supersession.target_id] = _Window(
-                window.valid_at, supersession.invalid_at, supersession.superseded_by
+                window.valid_at, supersession.invalid_at, supersession.superseded_by, revision
             )
             closed.add(supersession.target_id)
     return closed
@@ -758,9 +959,21 @@ def _apply_supersessions(
 
 
 def _chunk_row(record: MemoryRecord) -> _VersionedRow:
-    values = _column_values(record, exclude={"id", "scope"})
-    window = _Window(record.valid_at, record.invalid_at, record.superseded_by)
+    values = _column_values(record, exclude={"id", "scope", "applies_to", "related"})
+    values |= {"applies_to": list(record.applies_to), "related": list(record.related)}
+    window = _Window(record.valid_at, record.invalid_at, record.superseded_by, record.revision)
     return _VersionedRow(record.id, window, values)
+
+
+def _claim_changes(update: ClaimUpdate) -> dict[str, Any]:
+    """The columns a claim update sets: its fields that are not None (the validity
+    window's end aside, which only closes an open window)."""
+    fields = update.model_dump(exclude={"memory_id", "expected_revision", "invalid_at"})
+    return {
+        name: list(value) if name == "related" else _to_column(value)
+        for name, value in fields.items()
+        if value is not None
+    }
 
 
 def _edge_row(edge: GraphEdge) -> _VersionedRow:
@@ -828,17 +1041,17 @@ def _scope_record(scope: ScopeRef, row: Sequence[Any]) -> ScopeRecord:
 
 
 def _from_row(model: type[_M], columns: Sequence[str], row: Sequence[Any], **extra: Any) -> _M:
-    values = {column: _from_column(v) for column, v in zip(columns, row, strict=True)}
+    values = {column: _from_column(column, v) for column, v in zip(columns, row, strict=True)}
     return model.model_validate(values | extra)
 
 
-def _from_column(value: Any) -> Any:
+def _from_column(column: str, value: Any) -> Any:
     if isinstance(value, datetime):
         return utc(value)
     if isinstance(value, dict):  # a JSON column (the client's JsonObject)
         return _string_map(value)
-    if isinstance(value, list):  # the embedding
-        return [float(v) for v in value]
+    if isinstance(value, list):  # the embedding, or a list of ids (applies_to, related)
+        return [float(v) for v in value] if column == "embedding" else [str(v) for v in value]
     return value
 
 
@@ -892,9 +1105,9 @@ def _valid_and_filtered(
     query: _Query, as_of: datetime, filters: Sequence[MetadataFilter], condition: str
 ) -> None:
     """Narrow a search of memory_records to `condition`, the chunks valid at `as_of`
-    (bound as @as_of, which _VALID_AT_SQL reads) and those matching every filter."""
+    (bound as @as_of, which _VALID_AT_SQL reads), not hidden, matching every filter."""
     query.bind("as_of", as_of, param_types.TIMESTAMP)
-    query.where(condition, _VALID_AT_SQL)
+    query.where(condition, _VALID_AT_SQL, _SHOWN_SQL)
     for flt in filters:
         query.where(_filter_sql(query, f"JSON_VALUE(metadata[{query.bind_key(flt)}])", flt))
 

@@ -66,8 +66,30 @@ def to_json(values: Mapping[str, str]) -> str:
 
 
 def from_json(text: str) -> dict[str, str]:
+    if text == "{}":  # most records' metadata and extensions: skip the parser
+        return {}
     loaded: dict[str, str] = json.loads(text)
     return loaded
+
+
+def list_to_json(values: Sequence[str]) -> str:
+    return json.dumps(list(values), separators=(",", ":"), ensure_ascii=False)
+
+
+def list_from_json(text: str) -> list[str]:
+    if text == "[]":
+        return []
+    loaded: list[str] = json.loads(text)
+    return loaded
+
+
+def times_to_json(values: Mapping[str, datetime]) -> str:
+    """{key: epoch microseconds} as JSON text (a brief's expiries)."""
+    return json.dumps({k: required_micros(v) for k, v in sorted(values.items())})
+
+
+def times_from_json(text: str) -> dict[str, datetime]:
+    return {k: required_datetime(int(v)) for k, v in json.loads(text).items()}
 
 
 def embedding_blob(vector: Sequence[float] | None, field: str) -> bytes | None:
@@ -122,6 +144,10 @@ def record_params(record: MemoryRecord, scope: ScopeRef, commit_us: int) -> dict
         "durability": record.durability.value,
         "reinforcement_count": record.reinforcement_count,
         "last_reinforced_at": to_micros(record.last_reinforced_at),
+        "applies_to": list_to_json(record.applies_to),
+        "related": list_to_json(record.related),
+        "needs_enrichment": int(record.needs_enrichment),
+        "extensions": to_json(record.extensions),
         "embedding": embedding_blob(record.embedding, f"chunks[{record.id}].embedding"),
     }
 
@@ -130,8 +156,11 @@ RECORD_COLUMNS = (
     "enterprise_id, scope_id, id, key, revision, content_hash, text, summary, about, "
     "when_to_use, type, metadata, strength, pin, authority, confidence, sensitivity, "
     "valid_at, invalid_at, valid_until, created_at, updated_at, retired_at, status, "
-    "supersedes, superseded_by, durability, reinforcement_count, last_reinforced_at, embedding"
+    "supersedes, superseded_by, durability, reinforcement_count, last_reinforced_at, "
+    "applies_to, related, needs_enrichment, extensions, embedding"
 )
+# The same columns with NULL for the embedding (reads of many claims that rank nothing).
+RECORD_COLUMNS_WITHOUT_EMBEDDING = RECORD_COLUMNS.removesuffix("embedding") + "NULL"
 
 
 # Read back on every search: converted by position (the columns of RECORD_COLUMNS, in
@@ -162,7 +191,7 @@ def record_from_row(row: Sequence[Any]) -> MemoryRecord:
         about, when_to_use, type_, metadata, strength, pin, authority, confidence,
         sensitivity, valid_at, invalid_at, valid_until, created_at, updated_at, retired_at,
         status, supersedes, superseded_by, durability, reinforcement_count,
-        last_reinforced_at, embedding,
+        last_reinforced_at, applies_to, related, needs_enrichment, extensions, embedding,
     ) = row  # fmt: skip
     return MemoryRecord.model_construct(
         set(_RECORD_FIELDS),  # its own: setting a field adds to it
@@ -194,6 +223,10 @@ def record_from_row(row: Sequence[Any]) -> MemoryRecord:
         durability=_DURABILITIES[durability],
         reinforcement_count=reinforcement_count,
         last_reinforced_at=from_micros(last_reinforced_at),
+        applies_to=list_from_json(applies_to),
+        related=list_from_json(related),
+        needs_enrichment=bool(needs_enrichment),
+        extensions=from_json(extensions),
         embedding=embedding_list(embedding),
     )
 
@@ -240,4 +273,5 @@ def scope_record_from_row(row: Row) -> ScopeRecord:
         kind=row["kind"],
         created_at=from_micros(row["created_at"]),
         created_by=row["created_by"],
+        time_zone=row["time_zone"],
     )

@@ -9,7 +9,11 @@ from jennah.adapters.sqlite import codec
 from jennah.adapters.sqlite.vector_index import IndexEntry, IndexRow
 from jennah.domain import rules
 from jennah.domain.models import (
+    HIDDEN_STATUSES,
+    BriefVariant,
+    ChangeLogEntry,
     Direction,
+    Evidence,
     ExecutionLogStep,
     FilterOperator,
     FormationKeyRecord,
@@ -19,6 +23,8 @@ from jennah.domain.models import (
     MetadataFilter,
     ScopeRecord,
     ScopeRef,
+    Status,
+    StoredBrief,
 )
 
 if TYPE_CHECKING:
@@ -30,6 +36,10 @@ _IN_SCOPE = "enterprise_id = ? AND scope_id = ?"
 _VALID_AT = (
     "retired_at IS NULL AND (valid_at IS NULL OR valid_at <= ?) "
     "AND (invalid_at IS NULL OR invalid_at > ?)"
+)
+# Not hidden: out of every default read (domain HIDDEN_STATUSES), as SQL.
+_SHOWN = "status NOT IN ({})".format(
+    ", ".join(f"'{status.value}'" for status in sorted(HIDDEN_STATUSES))
 )
 _NODE_COLUMNS = {"NodeId": "node_id", "Label": "label", "NodeType": "node_type"}
 
@@ -81,7 +91,9 @@ def get_chunks(conn: Connection, scope: ScopeRef, ids: Sequence[str]) -> list[Me
 def list_chunks(
     conn: Connection, scope: ScopeRef, as_of: int | None, limit: int, offset: int
 ) -> list[MemoryRecord]:
-    validity, params = ("", ()) if as_of is None else (f" AND {_VALID_AT}", (as_of, as_of))
+    validity, params = (
+        ("", ()) if as_of is None else (f" AND {_VALID_AT} AND {_SHOWN}", (as_of, as_of))
+    )
     rows = conn.execute(
         f"SELECT {codec.RECORD_COLUMNS} FROM memory_records WHERE {_IN_SCOPE}{validity} "
         "ORDER BY id LIMIT ? OFFSET ?",
@@ -91,9 +103,10 @@ def list_chunks(
 
 
 def index_rows(conn: Connection, scope: ScopeRef) -> list[IndexRow]:
-    """Every record of the scope as the vector index keeps it."""
+    """Every record of the scope as the vector index keeps it (a hidden one counts as
+    retired: the index never finds it)."""
     rows = conn.execute(
-        "SELECT id, embedding, valid_at, invalid_at, retired_at IS NOT NULL "
+        f"SELECT id, embedding, valid_at, invalid_at, retired_at IS NOT NULL OR NOT {_SHOWN} "
         f"FROM memory_records WHERE {_IN_SCOPE}",
         _scope(scope),
     )
@@ -105,8 +118,9 @@ def index_entries(conn: Connection, scope: ScopeRef, ids: Sequence[str]) -> list
     entries: list[IndexEntry] = []
     for batch in _batches(ids):
         rows = conn.execute(
-            "SELECT id, embedding, valid_at, invalid_at, retired_at IS NOT NULL, metadata "
-            f"FROM memory_records WHERE {_IN_SCOPE} AND id IN ({_marks(len(batch))})",
+            "SELECT id, embedding, valid_at, invalid_at, "
+            f"retired_at IS NOT NULL OR NOT {_SHOWN}, metadata FROM memory_records "
+            f"WHERE {_IN_SCOPE} AND id IN ({_marks(len(batch))})",
             (*_scope(scope), *batch),
         )
         entries.extend(
@@ -144,7 +158,7 @@ def search_by_scan(
     clauses, params = _metadata_clauses(filters)
     rows = conn.execute(
         "SELECT id, 1.0 - vec_distance_cosine(embedding, ?) AS score FROM memory_records "
-        f"WHERE {_IN_SCOPE} AND embedding IS NOT NULL AND {_VALID_AT}{clauses} "
+        f"WHERE {_IN_SCOPE} AND embedding IS NOT NULL AND {_VALID_AT} AND {_SHOWN}{clauses} "
         "ORDER BY score DESC, id LIMIT ?",
         (vector, *_scope(scope), as_of, as_of, *params, top_k),
     )
@@ -177,7 +191,7 @@ def search_text(
         f"SELECT r.row_id, -bm25({index}) AS score FROM {index} "
         f"CROSS JOIN memory_records AS r INDEXED BY memory_records_for_search "
         f"ON r.row_id = {index}.rowid WHERE {index} MATCH ? "
-        f"AND r.enterprise_id = ? AND r.scope_id = ? AND {_VALID_AT}{clauses} "
+        f"AND r.enterprise_id = ? AND r.scope_id = ? AND {_VALID_AT} AND r.{_SHOWN}{clauses} "
         "ORDER BY score DESC, r.id LIMIT ?",
         (match, *_scope(scope), as_of, as_of, *params, limit),
     )
@@ -304,7 +318,7 @@ def get_step(conn: Connection, scope: ScopeRef, step_id: str) -> ExecutionLogSte
     return None if row is None else codec.step_from_row(row)
 
 
-_SCOPE_COLUMNS = "enterprise_id, scope_id, kind, created_at, created_by"
+_SCOPE_COLUMNS = "enterprise_id, scope_id, kind, created_at, created_by, time_zone"
 
 
 def get_scope(conn: Connection, scope: ScopeRef) -> ScopeRecord | None:
@@ -323,6 +337,98 @@ def list_scopes(
         (enterprise_id, after or "", -1 if limit is None else limit),
     )
     return [codec.scope_record_from_row(row) for row in rows]
+
+
+def walk_scopes(conn: Connection, after: ScopeRef | None, limit: int) -> list[ScopeRecord]:
+    """Every enterprise's scopes by (enterprise id, scope id), after `after` (the key)."""
+    start = ("", "") if after is None else _scope(after)
+    rows = conn.execute(
+        f"SELECT {_SCOPE_COLUMNS} FROM scopes WHERE (enterprise_id, scope_id) > (?, ?) "
+        "ORDER BY enterprise_id, scope_id LIMIT ?",
+        (*start, limit),
+    )
+    return [codec.scope_record_from_row(row) for row in rows]
+
+
+def list_claims(
+    conn: Connection,
+    scope: ScopeRef,
+    statuses: Sequence[Status] | None,
+    after: str | None,
+    limit: int,
+) -> list[MemoryRecord]:
+    """The scope's claims of those statuses (all when None) by id, without embeddings:
+    the (enterprise_id, scope_id, id) key's index, the table read row by row."""
+    sql = f"SELECT {codec.RECORD_COLUMNS_WITHOUT_EMBEDDING} FROM memory_records WHERE {_IN_SCOPE}"
+    params: list[Any] = [*_scope(scope)]
+    if after is not None:
+        sql += " AND id > ?"
+        params.append(after)
+    if statuses is not None:
+        wanted = sorted({status.value for status in statuses})
+        sql += f" AND status IN ({_marks(len(wanted))})"
+        params.extend(wanted)
+    rows = conn.execute(f"{sql} ORDER BY id LIMIT ?", (*params, limit))
+    return [codec.record_from_row(row) for row in rows]
+
+
+def list_evidence(conn: Connection, scope: ScopeRef, memory_ids: Sequence[str]) -> list[Evidence]:
+    lines: list[Evidence] = []
+    for batch in _batches(memory_ids):
+        rows = conn.execute(
+            "SELECT id, ref, quote, recorded_at FROM evidence "
+            f"WHERE {_IN_SCOPE} AND id IN ({_marks(len(batch))})",
+            (*_scope(scope), *batch),
+        )
+        lines.extend(
+            Evidence(
+                memory_id=row[0],
+                ref=row[1],
+                quote=row[2],
+                recorded_at=codec.required_datetime(row[3]),
+            )
+            for row in rows
+        )
+    return sorted(lines, key=lambda line: (line.memory_id, line.recorded_at, line.ref))
+
+
+def get_brief(conn: Connection, scope: ScopeRef, variant: BriefVariant) -> StoredBrief | None:
+    row = conn.execute(
+        "SELECT text, token_count, expiries, compiled_at FROM briefs "
+        f"WHERE {_IN_SCOPE} AND variant = ?",
+        (*_scope(scope), variant.value),
+    ).fetchone()
+    if row is None:
+        return None
+    return StoredBrief(
+        variant=variant,
+        text=row[0],
+        token_count=row[1],
+        expiries=codec.times_from_json(row[2]),
+        compiled_at=codec.from_micros(row[3]),
+    )
+
+
+def list_change_log(
+    conn: Connection, scope: ScopeRef, limit: int, offset: int
+) -> list[ChangeLogEntry]:
+    """Newest first: the key's order (recorded_at descending, id, change)."""
+    rows = conn.execute(
+        "SELECT id, day, change, from_value, to_value, recorded_at FROM change_log "
+        f"WHERE {_IN_SCOPE} ORDER BY recorded_at DESC, id, change LIMIT ? OFFSET ?",
+        (*_scope(scope), limit, offset),
+    )
+    return [
+        ChangeLogEntry(
+            memory_id=row[0],
+            day=row[1],
+            change=row[2],
+            from_value=row[3],
+            to_value=row[4],
+            recorded_at=codec.from_micros(row[5]),
+        )
+        for row in rows
+    ]
 
 
 def find_chunks_by_content(

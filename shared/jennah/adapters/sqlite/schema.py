@@ -27,14 +27,24 @@ so the two stores read alike. Differences that SQLite forces:
   holds two (each row carries its 1.5 KB embedding), so the search reads its matches
   through it (`INDEXED BY`), about twice as fast at 100k records.
 - `commit_clock` keeps commit timestamps strictly increasing across processes.
-- `scopes` is the scope registry (a scope's kind, creation time and creator).
+- `scopes` is the scope registry (a scope's kind, creation time, creator and, since
+  version 5, the IANA time zone its calendar is judged in).
+- Since version 5 a record carries its claim links and front-matter extensions as JSON
+  (`applies_to`, `related`: arrays; `extensions`: an object) and `needs_enrichment`;
+  `memory_records_for_search` also holds `status`, so a word search leaves hidden
+  claims (domain HIDDEN_STATUSES) out without reading the table; `briefs` holds the
+  last compiled brief of each scope and variant, `change_log` the scope's dated
+  change log (newest first by its key).
 
 `SCOPED_TABLES` names every table keyed by (enterprise_id, scope_id): destroying
 a scope deletes from each of them. The schema version is `PRAGMA user_version`;
 version 1 (no registry) is upgraded in place, its scopes registered as agent
 workspaces (the kind they were written under is not recorded); versions 1 and
 2 get the trigram index, built from the stored rows; versions 1 to 3 get
-`memory_records_for_search`, built from the stored rows.
+`memory_records_for_search`, built from the stored rows; versions 1 to 4 get the
+version-5 columns (ALTER TABLE ... ADD COLUMN with their defaults: no links, no
+extensions, time zone UTC), `memory_records_for_search` rebuilt with `status`, and the
+two new tables.
 """
 
 from __future__ import annotations
@@ -47,7 +57,7 @@ from jennah.errors import FailedPrecondition
 if TYPE_CHECKING:
     from sqlite3 import Connection
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 EMBEDDING_BYTES = 384 * 4
 
 _TABLES = f"""
@@ -82,6 +92,10 @@ CREATE TABLE IF NOT EXISTS memory_records (
   durability TEXT NOT NULL,
   reinforcement_count INTEGER NOT NULL,
   last_reinforced_at INTEGER,
+  applies_to TEXT NOT NULL DEFAULT '[]' CHECK (json_valid(applies_to)),
+  related TEXT NOT NULL DEFAULT '[]' CHECK (json_valid(related)),
+  needs_enrichment INTEGER NOT NULL DEFAULT 0,
+  extensions TEXT NOT NULL DEFAULT '{{}}' CHECK (json_valid(extensions)),
   embedding BLOB CHECK (embedding IS NULL OR length(embedding) = {EMBEDDING_BYTES}),
   UNIQUE (enterprise_id, scope_id, id)
 );
@@ -90,7 +104,9 @@ CREATE INDEX IF NOT EXISTS memory_records_by_content_hash
 CREATE UNIQUE INDEX IF NOT EXISTS memory_records_by_key
   ON memory_records (enterprise_id, scope_id, key) WHERE key IS NOT NULL;
 CREATE INDEX IF NOT EXISTS memory_records_for_search
-  ON memory_records (row_id, enterprise_id, scope_id, id, retired_at, valid_at, invalid_at);
+  ON memory_records (
+    row_id, enterprise_id, scope_id, id, retired_at, valid_at, invalid_at, status
+  );
 
 CREATE VIRTUAL TABLE IF NOT EXISTS memory_records_text USING fts5(
   text,
@@ -208,7 +224,31 @@ CREATE TABLE IF NOT EXISTS scopes (
   kind TEXT NOT NULL,
   created_at INTEGER NOT NULL,
   created_by TEXT NOT NULL,
+  time_zone TEXT NOT NULL DEFAULT 'UTC',
   PRIMARY KEY (enterprise_id, scope_id)
+) WITHOUT ROWID;
+
+CREATE TABLE IF NOT EXISTS briefs (
+  enterprise_id TEXT NOT NULL,
+  scope_id TEXT NOT NULL,
+  variant TEXT NOT NULL,
+  text TEXT NOT NULL,
+  token_count INTEGER NOT NULL,
+  expiries TEXT NOT NULL CHECK (json_valid(expiries)),
+  compiled_at INTEGER NOT NULL,
+  PRIMARY KEY (enterprise_id, scope_id, variant)
+) WITHOUT ROWID;
+
+CREATE TABLE IF NOT EXISTS change_log (
+  enterprise_id TEXT NOT NULL,
+  scope_id TEXT NOT NULL,
+  recorded_at INTEGER NOT NULL,
+  id TEXT NOT NULL,
+  change TEXT NOT NULL,
+  day TEXT NOT NULL,
+  from_value TEXT NOT NULL,
+  to_value TEXT NOT NULL,
+  PRIMARY KEY (enterprise_id, scope_id, recorded_at DESC, id, change)
 ) WITHOUT ROWID;
 """
 
@@ -259,6 +299,8 @@ END;
 # the registry last. scope_generations is bookkeeping, handled apart.
 SCOPED_TABLES = (
     "evidence",
+    "briefs",
+    "change_log",
     "memory_links",
     "memory_records",
     "graph_nodes",
@@ -309,8 +351,24 @@ def _version(conn: Connection) -> int:
     return int(conn.execute("PRAGMA user_version").fetchone()[0])
 
 
+# The columns version 5 added to tables an older version created, with their defaults.
+_VERSION_5_COLUMNS = (
+    ("memory_records", "applies_to", "TEXT NOT NULL DEFAULT '[]' CHECK (json_valid(applies_to))"),
+    ("memory_records", "related", "TEXT NOT NULL DEFAULT '[]' CHECK (json_valid(related))"),
+    ("memory_records", "needs_enrichment", "INTEGER NOT NULL DEFAULT 0"),
+    (
+        "memory_records",
+        "extensions",
+        "TEXT NOT NULL DEFAULT '{}' CHECK (json_valid(extensions))",
+    ),
+    ("scopes", "time_zone", "TEXT NOT NULL DEFAULT 'UTC'"),
+)
+
+
 def _create(conn: Connection, version: int) -> None:
     """Create what is missing and (re)create the triggers; register version-1 scopes."""
+    if 0 < version < 5:
+        _add_version_5_columns(conn)
     for statement in _statements(_TABLES):
         conn.execute(statement)
     for name in re.findall(r"CREATE TRIGGER IF NOT EXISTS (\w+)", _TRIGGERS):
@@ -324,6 +382,17 @@ def _create(conn: Connection, version: int) -> None:
             "INSERT INTO memory_records_trigrams (memory_records_trigrams) VALUES ('rebuild')"
         )
     conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+
+
+def _add_version_5_columns(conn: Connection) -> None:
+    """Add the version-5 columns to an older file's tables (the tables exist: version 1
+    had every table but the registry, which version 2 added) and drop the search index
+    so `_TABLES` recreates it with `status`."""
+    for table, column, definition in _VERSION_5_COLUMNS:
+        present = {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}
+        if present and column not in present:
+            conn.execute(f"ALTER TABLE {table} ADD COLUMN {column} {definition}")
+    conn.execute("DROP INDEX IF EXISTS memory_records_for_search")
 
 
 def _statements(text: str) -> list[str]:

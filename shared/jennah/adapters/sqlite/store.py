@@ -32,9 +32,12 @@ from jennah.adapters.sqlite.schema import ensure_schema
 from jennah.adapters.sqlite.vector_index import IndexCache, IndexEntry, ScopeIndex
 from jennah.domain import rules
 from jennah.domain.models import (
+    BriefVariant,
+    ChangeLogEntry,
     CommitPlan,
     CommitResult,
     Direction,
+    Evidence,
     ExecutionLogStep,
     FormationKeyRecord,
     GraphEdge,
@@ -44,9 +47,11 @@ from jennah.domain.models import (
     ScopeRecord,
     ScopeRef,
     ScoredRecord,
+    Status,
+    StoredBrief,
 )
 from jennah.domain.retrieval import trigrams
-from jennah.errors import Aborted, AlreadyExists, InvalidArgument
+from jennah.errors import Aborted, AlreadyExists, InvalidArgument, NotFound
 
 if TYPE_CHECKING:
     from sqlite3 import Connection
@@ -102,6 +107,7 @@ class SqliteStore:
             if after != before and self._index_is_at(plan.scope, before):
                 touched = [c.id for c in plan.chunks]
                 touched += [c.target_id for c in plan.chunk_supersessions]
+                touched += [u.memory_id for u in plan.claim_updates]  # status, window
                 entries = reader.index_entries(conn, plan.scope, touched)
             with self._index_lock:
                 conn.execute("COMMIT")
@@ -136,6 +142,21 @@ class SqliteStore:
             if conn.in_transaction:
                 conn.execute("ROLLBACK")
             raise
+
+    def set_time_zone(self, scope: ScopeRef, time_zone: str) -> ScopeRecord:
+        """Set a registered scope's time zone; NotFound when it is not registered."""
+        with self._write_lock, self._transaction() as conn:
+            updated = conn.execute(
+                "UPDATE scopes SET time_zone = ? WHERE enterprise_id = ? AND scope_id = ?",
+                (time_zone, scope.enterprise_id, scope.scope_id),
+            ).rowcount
+            record = reader.get_scope(conn, scope)
+            conn.execute("COMMIT")
+        if not updated or record is None:
+            raise NotFound(
+                f"scope {scope.scope_id} does not exist", metadata={"scopeId": scope.scope_id}
+            )
+        return record
 
     def _commit_micros(self, conn: Connection) -> int:
         """Now, or just after the last commit of any process, whichever is later."""
@@ -262,7 +283,7 @@ class SqliteStore:
     def list_chunks(
         self, scope: ScopeRef, as_of: datetime | None, limit: int, offset: int
     ) -> list[MemoryRecord]:
-        """Chunks valid at `as_of` (every row when None), ordered by id."""
+        """Chunks valid at `as_of` and not hidden (every row when None), ordered by id."""
         with self._pool.connection() as conn:
             return reader.list_chunks(conn, scope, codec.to_micros(as_of), limit, offset)
 
@@ -314,6 +335,39 @@ class SqliteStore:
         """The enterprise's registered scopes by scope id (a page of them)."""
         with self._pool.connection() as conn:
             return reader.list_scopes(conn, enterprise_id, after, limit)
+
+    def walk_scopes(self, after: ScopeRef | None, limit: int) -> list[ScopeRecord]:
+        """Every enterprise's registered scopes by (enterprise id, scope id), a page."""
+        with self._pool.connection() as conn:
+            return reader.walk_scopes(conn, after, limit)
+
+    # -- claims ---------------------------------------------------------------------
+
+    def list_claims(
+        self,
+        scope: ScopeRef,
+        statuses: Sequence[Status] | None,
+        after: str | None,
+        limit: int,
+    ) -> list[MemoryRecord]:
+        """The scope's claims of those statuses (all when None), any validity, by id;
+        after `after`, at most `limit`; embeddings left out."""
+        with self._pool.connection() as conn:
+            return reader.list_claims(conn, scope, statuses, after, limit)
+
+    def list_evidence(self, scope: ScopeRef, memory_ids: Sequence[str]) -> list[Evidence]:
+        """The named claims' evidence lines by memory id, recorded_at, ref."""
+        with self._pool.connection() as conn:
+            return reader.list_evidence(conn, scope, memory_ids)
+
+    def get_brief(self, scope: ScopeRef, variant: BriefVariant) -> StoredBrief | None:
+        with self._pool.connection() as conn:
+            return reader.get_brief(conn, scope, variant)
+
+    def list_change_log(self, scope: ScopeRef, limit: int, offset: int = 0) -> list[ChangeLogEntry]:
+        """The scope's change log, newest first, a page."""
+        with self._pool.connection() as conn:
+            return reader.list_change_log(conn, scope, limit, offset)
 
     # -- formation ----------------------------------------------------------------
 

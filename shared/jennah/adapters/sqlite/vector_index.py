@@ -62,7 +62,8 @@ _GATHER_BELOW = 16  # gather the allowed rows first when fewer than 1/16 of all 
 _ZERO_VECTOR = bytes(EMBEDDING_DIMENSIONS * 4)
 
 BoolArray = npt.NDArray[np.bool_]
-# (id, float32 embedding BLOB or None, valid_at, invalid_at, retired), times in microseconds
+# (id, float32 embedding BLOB or None, valid_at, invalid_at, retired), times in microseconds;
+# `retired` is also True for a hidden claim (domain HIDDEN_STATUSES): never searched
 IndexRow = tuple[str, bytes | None, int | None, int | None, bool]
 
 
@@ -74,7 +75,7 @@ class IndexEntry:
     embedding: bytes | None
     valid_at: int | None
     invalid_at: int | None
-    retired: bool
+    retired: bool  # or hidden (domain HIDDEN_STATUSES): never searched
     metadata: dict[str, str]
 
 

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from jennah.adapters.sqlite import codec
 from jennah.adapters.sqlite.schema import SCOPED_TABLES
 from jennah.domain import rules
-from jennah.domain.models import CommitPlan, CommitResult, ScopeRef, Supersession
+from jennah.domain.models import ClaimUpdate, CommitPlan, CommitResult, ScopeRef, Supersession
 from jennah.errors import Aborted, NotFound
 
 if TYPE_CHECKING:
@@ -25,6 +25,7 @@ INSERT INTO memory_records ({codec.RECORD_COLUMNS}) VALUES (
   :when_to_use, :type, :metadata, :strength, :pin, :authority, :confidence, :sensitivity,
   :valid_at, :invalid_at, :valid_until, :created_at, :updated_at, :retired_at, :status,
   :supersedes, :superseded_by, :durability, :reinforcement_count, :last_reinforced_at,
+  :applies_to, :related, :needs_enrichment, :extensions,
   CASE WHEN :embedding IS NULL THEN NULL ELSE vec_f32(:embedding) END)
 ON CONFLICT (enterprise_id, scope_id, id) DO UPDATE SET
   key = excluded.key, revision = excluded.revision, content_hash = excluded.content_hash,
@@ -35,7 +36,9 @@ ON CONFLICT (enterprise_id, scope_id, id) DO UPDATE SET
   valid_until = excluded.valid_until, updated_at = excluded.updated_at,
   supersedes = coalesce(excluded.supersedes, memory_records.supersedes),
   durability = excluded.durability, reinforcement_count = excluded.reinforcement_count,
-  last_reinforced_at = excluded.last_reinforced_at, embedding = excluded.embedding
+  last_reinforced_at = excluded.last_reinforced_at, applies_to = excluded.applies_to,
+  related = excluded.related, needs_enrichment = excluded.needs_enrichment,
+  extensions = excluded.extensions, embedding = excluded.embedding
 """
 
 # node_type is assign-once: a stored class is kept, a NULL one may be set.
@@ -70,11 +73,25 @@ ON CONFLICT (enterprise_id, scope_id, step_id) DO UPDATE SET
   tool_input = excluded.tool_input, metadata = excluded.metadata
 """
 
-_UPSERT_EVIDENCE = """
+# Evidence lines are append-only: a (memory, ref) already recorded is left as it is,
+# so a replayed formation adds nothing.
+_INSERT_EVIDENCE = """
 INSERT INTO evidence (enterprise_id, scope_id, id, ref, quote, recorded_at)
 VALUES (:enterprise_id, :scope_id, :id, :ref, :quote, :recorded_at)
-ON CONFLICT (enterprise_id, scope_id, id, ref) DO UPDATE SET
-  quote = excluded.quote, recorded_at = excluded.recorded_at
+ON CONFLICT (enterprise_id, scope_id, id, ref) DO NOTHING
+"""
+
+# A compile replaces the variant's brief whole.
+_REPLACE_BRIEF = """
+INSERT OR REPLACE INTO briefs (enterprise_id, scope_id, variant, text, token_count, expiries,
+                               compiled_at)
+VALUES (:enterprise_id, :scope_id, :variant, :text, :token_count, :expiries, :now)
+"""
+
+_APPEND_CHANGE = """
+INSERT OR REPLACE INTO change_log (enterprise_id, scope_id, recorded_at, id, change, day,
+                                   from_value, to_value)
+VALUES (:enterprise_id, :scope_id, :recorded_at, :id, :change, :day, :from_value, :to_value)
 """
 
 # A scope registers once: a later registration leaves the first one as it is.
@@ -113,7 +130,9 @@ def write_plan(conn: Connection, plan: CommitPlan, commit_us: int) -> CommitResu
         _supersede(conn, scope, "graph_edges", "edge_id", supersession, commit_us)
         for supersession in plan.edge_supersessions
     )
+    claims_updated = _update_claims(conn, plan, commit_us)
     _write_ledgers(conn, plan, commit_us)
+    _write_briefs(conn, plan, commit_us)
     return CommitResult(
         commit_timestamp=codec.required_datetime(commit_us),
         chunks_written=len(plan.chunks),
@@ -121,6 +140,7 @@ def write_plan(conn: Connection, plan: CommitPlan, commit_us: int) -> CommitResu
         edges_written=len(plan.edges),
         chunk_supersessions=chunk_supersessions,
         edge_supersessions=edge_supersessions,
+        claims_updated=claims_updated,
     )
 
 
@@ -244,7 +264,7 @@ def _supersede(
         supersession.superseded_by,
     ):
         return False
-    status = ", status = 'superseded'" if table == "memory_records" else ""
+    status = ", status = 'superseded', revision = revision + 1" if table == "memory_records" else ""
     conn.execute(
         f"UPDATE {table} SET invalid_at = ?, superseded_by = ?, updated_at = ?{status} "
         f"WHERE {where}",
@@ -258,7 +278,7 @@ def _write_ledgers(conn: Connection, plan: CommitPlan, commit_us: int) -> None:
     keys = _keys(plan.scope, commit_us)
     _require_memories(conn, plan.scope, {line.memory_id for line in plan.evidence})
     conn.executemany(
-        _UPSERT_EVIDENCE,
+        _INSERT_EVIDENCE,
         [
             {
                 **keys,
@@ -310,4 +330,80 @@ def _claim_formation_key(conn: Connection, plan: CommitPlan, commit_us: int) -> 
         "INSERT INTO formation_keys (enterprise_id, scope_id, formation_key, fingerprint, "
         "receipt_json, committed_at) VALUES (?, ?, ?, ?, ?, ?)",
         (*key, record.fingerprint, record.receipt_json, commit_us),
+    )
+
+
+def _update_claims(conn: Connection, plan: CommitPlan, commit_us: int) -> int:
+    """Apply the claim updates in order, each under its revision check (see ClaimUpdate)."""
+    for update in plan.claim_updates:
+        _update_claim(conn, plan.scope, update, commit_us)
+    return len(plan.claim_updates)
+
+
+def _update_claim(conn: Connection, scope: ScopeRef, update: ClaimUpdate, commit_us: int) -> None:
+    key = (scope.enterprise_id, scope.scope_id, update.memory_id)
+    row = conn.execute(
+        "SELECT revision FROM memory_records WHERE enterprise_id = ? AND scope_id = ? AND id = ?",
+        key,
+    ).fetchone()
+    rules.check_claim_revision(update, None if row is None else int(row[0]))
+    changes = {
+        "status": None if update.status is None else update.status.value,
+        "durability": None if update.durability is None else update.durability.value,
+        "reinforcement_count": update.reinforcement_count,
+        "last_reinforced_at": codec.to_micros(update.last_reinforced_at),
+        "superseded_by": update.superseded_by,
+        "related": None if update.related is None else codec.list_to_json(update.related),
+    }
+    sets = [f"{column} = :{column}" for column, value in changes.items() if value is not None]
+    # only an open window is closed: a closed one keeps its end
+    sets.append("invalid_at = coalesce(invalid_at, :invalid_at)")
+    conn.execute(
+        f"UPDATE memory_records SET {', '.join(sets)}, revision = revision + 1, "
+        "updated_at = :now WHERE enterprise_id = :enterprise_id AND scope_id = :scope_id "
+        "AND id = :id",
+        {
+            **changes,
+            "invalid_at": codec.to_micros(update.invalid_at),
+            "now": commit_us,
+            "enterprise_id": scope.enterprise_id,
+            "scope_id": scope.scope_id,
+            "id": update.memory_id,
+        },
+    )
+
+
+def _write_briefs(conn: Connection, plan: CommitPlan, commit_us: int) -> None:
+    """The compiled briefs (each replaces its variant's) and the change-log lines."""
+    keys = _keys(plan.scope, commit_us)
+    conn.executemany(
+        _REPLACE_BRIEF,
+        [
+            {
+                **keys,
+                "variant": brief.variant.value,
+                "text": brief.text,
+                "token_count": brief.token_count,
+                "expiries": codec.times_to_json(brief.expiries),
+            }
+            for brief in plan.briefs
+        ],
+    )
+    conn.executemany(
+        _APPEND_CHANGE,
+        [
+            {
+                "enterprise_id": plan.scope.enterprise_id,
+                "scope_id": plan.scope.scope_id,
+                "recorded_at": commit_us
+                if entry.recorded_at is None
+                else codec.required_micros(entry.recorded_at),
+                "id": entry.memory_id,
+                "change": entry.change,
+                "day": entry.day,
+                "from_value": entry.from_value,
+                "to_value": entry.to_value,
+            }
+            for entry in plan.change_log
+        ],
     )
