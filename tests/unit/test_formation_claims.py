@@ -194,6 +194,38 @@ def test_a_written_out_date_expires_at_the_end_of_that_day_but_a_start_does_not(
     assert records["The user starts yoga from 9 March 2026."].valid_until is None
 
 
+def test_a_date_a_model_wrote_absolute_expires_only_for_an_event_or_a_tonight() -> None:
+    # the local model writes "tonight" as the scope's date; the quote still says it
+    store = FakeStore()
+    turns = [
+        _user(
+            "Pizza night is tonight! I start my new job on Monday 9 March 2026. Leo plays "
+            "football on Saturdays from next week."
+        )
+    ]
+    receipt = _form(
+        store,
+        turns,
+        [
+            _fact("Pizza night is on Wednesday 4 March 2026.", [0], "Pizza night is tonight!"),
+            _fact("The user starts a new job on Monday 9 March 2026.", [0], "I start my new job"),
+            _fact(
+                "Leo's football match is on Saturdays from the week of Monday 9 March 2026.",
+                [0],
+                "Leo plays football on Saturdays from next week.",
+            ),
+        ],
+        time_zone="America/Los_Angeles",
+    )
+    assert [c.decision for c in receipt.candidates] == [Decision.NEW] * 3
+    records = {r.text: r for r in _all(store)}
+    pizza = records["Pizza night is on Wednesday 4 March 2026."]
+    assert pizza.valid_until == datetime(2026, 3, 5, 8, 0, tzinfo=UTC)
+    assert records["The user starts a new job on Monday 9 March 2026."].valid_until is None
+    football = records["Leo's football match is on Saturdays from the week of Monday 9 March 2026."]
+    assert (football.valid_until, football.durability) == (None, Durability.DURABLE)
+
+
 def test_applies_to_names_the_entities_the_formations_relationships_resolve() -> None:
     store = FakeStore()
     turns = [_user("My sister Ana lives in Porto. Ana is vegan.")]

@@ -23,11 +23,14 @@ the extraction schema); what it proposes is checked, what it leaves out is decid
 - validUntil: the model's absolute instant when it is after the clock; else the end
   (local midnight) of the last day the fact is for: "today", "tonight", "this
   evening" the clock's day, "tomorrow" the next, and a date written out ("on Tuesday
-  14 October 2025", "until 2025-10-14") when it is not before the clock's day. Days are
+  14 October 2025", "until 2025-10-14") when it is not before the clock's day and it is
+  the day of an event (an appointment, a booking, a deadline, a dinner ...), or it is
+  the clock's day (the next) and the quote says "tonight" ("tomorrow"): a model that
+  writes dates absolute (`local`) has replaced the words in the text. Days are
   the scope's own: the clock (observedAt, else the receipt time) read in the scope's
   `time_zone` (ScopeRecord, IANA, default UTC), so "pizza night is tonight" lasts until
-  midnight where the workspace is. A date after "from", "since" or "starting" starts
-  something and sets no expiry.
+  midnight where the workspace is. A date after "from", "since", "starting" or "the week
+  of" starts something and sets no expiry.
 - durability: the model's, else passing when the claim has a validUntil or says it
   is for now ("currently", "at the moment", "this week"), seasonal for a season or
   term ("this summer", "this season", "this term"), durable otherwise.
@@ -119,6 +122,16 @@ _DAY = re.compile(
     re.IGNORECASE,
 )
 _STARTS = frozenset({"from", "since", "starting", "beginning", "after"})
+_WEEK_OF = re.compile(r"\bweek of\s*$", re.IGNORECASE)
+# What ends on its day: an appointment, a booking, a deadline, an outing. A day written
+# out in any other claim ("starts a new job on ...") sets no expiry: the claim outlasts it.
+_EVENT = re.compile(
+    r"\b(?:appointments?|meetings?|bookings?|booked|reservations?|reserved|flights?|due|"
+    r"deadline|party|dinner|lunch|breakfast|brunch|concert|match|game|interview|check-?up|"
+    r"exams?|tests?|recital|performance|show|screening|"
+    r"visiting|visit|arrives?|arriving|leaves|leaving|trip|ceremony|wedding|funeral)\b",
+    re.IGNORECASE,
+)
 _HEALTH = re.compile(
     r"\b(?:doctors?|gp|dentist|dental|hospital|clinic|surgery|operation|diagnos\w*|diabet\w*|"
     r"asthma|cancer|tumou?r|therap(?:y|ist)|counsell?\w*|medications?|medicine|prescri\w*|"
@@ -272,22 +285,34 @@ def _valid_until(extracted: ExtractedCandidate, clock: datetime, zone: ZoneInfo)
     if proposed is not None and proposed.tzinfo is not None and proposed > clock:
         return proposed
     today = clock.astimezone(zone).date()
-    last = last_day(extracted.text, today)
+    last = last_day(extracted.text, extracted.quote, today)
     return None if last is None else end_of_day(last, zone)
 
 
-def last_day(text: str, today: date) -> date | None:
-    """The last local day `text` is for: today's or tomorrow's words, else the latest
-    written-out day not before `today` that does not start something; None otherwise."""
+def last_day(text: str, quote: str, today: date) -> date | None:
+    """The last local day the claim is for (see the module doc); None when it has none."""
+    tomorrow = today + timedelta(days=1)
     days = [today] if _TODAY.search(text) else []
     if _TOMORROW.search(text):
-        days.append(today + timedelta(days=1))
+        days.append(tomorrow)
     for match in _DAY.finditer(text):
-        before = (match["before"] or "").strip().lower()
         day = _day_of(match)
-        if day is not None and day >= today and before not in _STARTS:
+        if day is None or day < today or _starts(text, match):
+            continue
+        said = (day == today and _TODAY.search(quote)) or (
+            day == tomorrow and _TOMORROW.search(quote)
+        )
+        if said or _EVENT.search(text):
             days.append(day)
     return max(days) if days else None
+
+
+def _starts(text: str, match: re.Match[str]) -> bool:
+    """The day starts something ("from 9 March", "starting ...", "the week of ...")."""
+    before = (match["before"] or "").strip().lower()
+    return before in _STARTS or bool(
+        _WEEK_OF.search(text[: match.start()] + (match["before"] or ""))
+    )
 
 
 def _day_of(match: re.Match[str]) -> date | None:
