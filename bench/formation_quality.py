@@ -40,6 +40,7 @@ from formation_quality_cases import (
     CaseError,
     load_cases,
 )
+from formation_quality_claims import claim_report, read_claims
 from formation_quality_score import (
     CaseScore,
     Observed,
@@ -66,12 +67,14 @@ def main() -> None:
     with serving(args) as server:
         observed = [_run_case(server, case, i, len(cases)) for i, case in enumerate(cases)]
         calls = server.stop_and_read_model_calls()
+        claims = read_claims(server.data_dir / "memory.db")
     for case, seen in zip(cases, observed, strict=True):
         seen.model_calls = calls.get(_workspace(case))
     scores = [score_case(case, seen) for case, seen in zip(cases, observed, strict=True)]
     if all(s.error for s in scores):
         raise SystemExit(f"every formation failed; the first: {scores[0].error}")
     report = _report(args, scores)
+    report["claims"] = claim_report(cases, observed, claims)
     if args.output == "json":
         print(json.dumps(report, indent=1, ensure_ascii=False))
     else:
@@ -107,6 +110,7 @@ class Server:
     token: str
     process: subprocess.Popen[bytes]
     log_path: Path
+    data_dir: Path
 
     def stop_and_read_model_calls(self) -> dict[str, int]:
         """Stop the server, then read its formation log lines: model calls per workspace
@@ -138,7 +142,7 @@ def serving(args: argparse.Namespace) -> Iterator[Server]:
                 base = f"http://127.0.0.1:{port}"
                 _wait_ready(process, base, log_path, args.model)
                 token = _token(args.jnh, Path(tmp) / "data", env)
-                yield Server(base, token, process, log_path)
+                yield Server(base, token, process, log_path, Path(tmp) / "data")
             finally:
                 _stop(process)
 
@@ -385,6 +389,11 @@ def _print(report: dict[str, Any], scores: Sequence[CaseScore], verbose: bool) -
         for name, d in report["decisions"].items()
     ]
     print(table(["label", "recall", "decision", "attribution"], decision_rows))
+    claims = report["claims"]
+    print(f"\nclaim fields of formed chunks: type accuracy {_fraction(claims['typeAccuracy'])}")
+    for name, counts in claims["distribution"].items():
+        print(f"  {name}: {counts}")
+    print(f"  sensitivity against labels: {claims['sensitivity']}")
     if verbose:
         _print_misses(scores)
 

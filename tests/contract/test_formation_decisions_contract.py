@@ -69,8 +69,24 @@ def test_identical_content_is_known_without_a_reconciliation_call(
     assert decisions(receipt) == ["KNOWN", "KNOWN"]
     edge = rules.edge_id(node_id("the user"), "LIVES_IN", node_id("Tokyo"), FIRST)
     assert [c.matched_id for c in receipt.candidates] == [TOKYO_ID, edge]
-    assert receipt.execution_log_rows == 0
-    assert written_rows(store, scope) == before  # known writes nothing, not even a step
+    # known writes no new memory: it reinforces the fact it restates (issue 16), with one
+    # evidence line naming this conversation's step (written, so the line resolves) and a
+    # "reinforced" change-log line; an edge is not a claim and is not reinforced
+    assert receipt.execution_log_rows == 1
+    after = written_rows(store, scope)
+    grown = {"evidence": 1, "execution_log_steps": 1, "change_log": 1}
+    assert after == {t: n + grown.get(t, 0) for t, n in before.items()} | {
+        t: n for t, n in grown.items() if t not in before
+    }
+    (tokyo,) = store.get_chunks(scope, [TOKYO_ID])
+    assert (tokyo.reinforcement_count, tokyo.revision, tokyo.last_reinforced_at) == (
+        1, 2, RECEIVED,
+    )  # fmt: skip
+    # the same conversation formed again changes nothing
+    again = scripted(extraction(fact(TOKYO, [0], "I'm in Tokyo")))
+    assert decisions(run(store, scope, [user("As I said, I'm in Tokyo.")], again)) == ["KNOWN"]
+    assert written_rows(store, scope) == after
+    assert store.get_chunks(scope, [TOKYO_ID]) == [tokyo]
 
 
 def test_nothing_similar_skips_the_reconciliation_call(store: MemoryStore, scope: ScopeRef) -> None:
@@ -113,7 +129,9 @@ def test_the_model_may_decide_known(store: MemoryStore, scope: ScopeRef) -> None
         content="I live in Tokyo, Japan.",
     )
     assert decisions(receipt) == ["KNOWN"] and receipt.candidates[0].matched_id == TOKYO_ID
-    assert written_rows(store, scope) == before
+    after = written_rows(store, scope)
+    assert after["memory_records"] == before["memory_records"]  # reinforced, not written
+    assert chunk(store, scope, TOKYO).reinforcement_count == 1
 
 
 def test_a_revision_of_a_memory_that_does_not_exist_is_rejected(
@@ -151,12 +169,12 @@ def test_a_revision_of_another_memory_type_is_rejected(store: MemoryStore, scope
     receipt = _revise(
         store,
         scope,
-        [fact(OSAKA, [0], "I moved to Osaka", memory_type="preference")],
+        [fact(OSAKA, [0], "I moved to Osaka", memory_type="directive")],
         (OSAKA, "revised", TOKYO_ID),
     )
     reason = receipt.candidates[0].rejection_reason or ""
     assert decisions(receipt) == ["REJECTED"]
-    assert "a fact memory" in reason and "preference" in reason
+    assert "a fact memory" in reason and "directive" in reason
     assert chunk(store, scope, TOKYO).invalid_at is None
 
 

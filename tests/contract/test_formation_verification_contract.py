@@ -17,6 +17,7 @@ from jennah.domain.models import Direction, MemoryType, ScopeRef
 from jennah.ports.store import MemoryStore
 from jennah.services.commands import NodeInput
 from jennah.services.formation.candidates import node_id
+from jennah.services.formation.checks import MAX_NEW_CANDIDATES
 from tests.contract.conftest import commit_items
 from tests.contract.formation_support import (
     RECEIVED,
@@ -293,7 +294,12 @@ def test_candidates_over_the_cap_are_dropped(store: MemoryStore, scope: ScopeRef
     assert len(receipt.candidates) == MAX_CANDIDATES
     assert (receipt.candidates_dropped, receipt.candidate_cap) == (6, 64)
     assert [c.text for c in receipt.candidates] == texts[:MAX_CANDIDATES]
-    assert written_rows(store, scope)["memory_records"] == MAX_CANDIDATES
+    # of the kept candidates, at most MAX_NEW_CANDIDATES are new (issue 16): the rest,
+    # equal in weight, are rejected in extraction order, naming the cap
+    assert written_rows(store, scope)["memory_records"] == MAX_NEW_CANDIDATES
+    over = receipt.candidates[MAX_NEW_CANDIDATES:]
+    assert {c.decision for c in over} == {Decision.REJECTED}
+    assert all(f"at most {MAX_NEW_CANDIDATES} new" in (c.rejection_reason or "") for c in over)
 
 
 def test_a_rejected_candidate_never_reaches_reconciliation(

@@ -87,15 +87,21 @@ def test_chronological_supersession() -> None:
     assert _checked(_candidate(0, "Osaka"), unbounded, TOKYO, old).decision is Decision.REVISED
 
 
-def test_known_must_name_a_current_memory_of_the_same_type() -> None:
+def test_known_must_name_a_current_memory_of_the_same_type_family() -> None:
     closed = _memory("The user lives in Tokyo.", invalid_at=datetime(2026, 3, 1, tzinfo=UTC))
     known = ReconcileChoice(candidate_index=0, decision="known", matched_id=closed.id)
     assert _checked(_candidate(0, "Tokyo!"), known, closed).decision is Decision.REJECTED
+    directive = _memory("Ask before booking", type=MemoryType.DIRECTIVE)
+    choice = ReconcileChoice(candidate_index=0, decision="known", matched_id=directive.id)
+    assert _checked(_candidate(0, "ask"), choice, directive).decision is Decision.REJECTED
+    choice = ReconcileChoice(candidate_index=0, decision="known", matched_id=directive.id)
+    kept = _checked(_candidate(0, "ask", "directive"), choice, directive)
+    assert (kept.decision, kept.matched_id) == (Decision.KNOWN, directive.id)
+    # fact, identity, preference and constraint are one family: code refines them by
+    # their words, so a restatement may land on another of them
     preference = _memory("Dark mode", type=MemoryType.PREFERENCE)
     choice = ReconcileChoice(candidate_index=0, decision="known", matched_id=preference.id)
-    assert _checked(_candidate(0, "dark"), choice, preference).decision is Decision.REJECTED
-    choice = ReconcileChoice(candidate_index=0, decision="known", matched_id=preference.id)
-    kept = _checked(_candidate(0, "dark", "preference"), choice, preference)
+    kept = _checked(_candidate(0, "dark"), choice, preference)
     assert (kept.decision, kept.matched_id) == (Decision.KNOWN, preference.id)
 
 

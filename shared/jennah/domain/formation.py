@@ -277,6 +277,15 @@ class ExtractedCandidate(BaseModel):
     turns: list[int] = Field(default_factory=list)
     quote: str = ""
     attributes: dict[str, str] = Field(default_factory=dict)
+    # Claim fields a model MAY propose (each optional: code decides what is left out, and
+    # checks what is given; see jennah.services.formation.claims). The local model
+    # proposes none of them: every generated token costs it time.
+    summary: str = ""
+    when_to_use: str = ""
+    durability: str = ""  # durable | seasonal | passing
+    valid_until: datetime | None = None  # an absolute instant, never a phrase
+    strength: str = ""  # hard | soft
+    confidence: float | None = None  # 0..1, the extractor's own
     # relationships only
     subject: EntityRef | None = None
     relation: str | None = None

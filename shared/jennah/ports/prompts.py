@@ -38,7 +38,10 @@ Propose candidates: facts (kind CANDIDATE_KIND_FACT) and relationships between e
 - Keep a markdown table or fenced code block verbatim in the fact text when its rows matter.
 - Classify entities only with the vocabulary's entity classes; leave the class empty when
   none fits. Prefer the vocabulary's relation types, but record other relations as stated.
-- attributes: a small map of extra facts about the candidate, string to string."""
+- attributes: a small map of extra facts about the candidate, string to string.
+- Optional, for facts: summary (one line), when_to_use (when the memory matters), durability
+  (durable, seasonal or passing), valid_until (an absolute instant, when the fact stops
+  being true), strength (hard for a rule the user set) and confidence (0 to 1)."""
 
 RECONCILE_INSTRUCTIONS = """You reconcile candidate memories with existing memories.
 For each candidate decide: "new" (nothing existing states it), "known" (an existing memory

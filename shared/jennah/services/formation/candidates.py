@@ -19,7 +19,8 @@ from jennah.domain.formation import (
     Decision,
     ExtractedCandidate,
 )
-from jennah.domain.models import GraphEdge, MemoryRecord, MemoryType
+from jennah.domain.models import Authority, GraphEdge, MemoryRecord, MemoryType
+from jennah.services.formation.claims import Claim
 
 # What a stored item says, independent of its validity window: identical
 # content has the same key. ("fact", content hash) or ("edge", source, relation, target).
@@ -61,6 +62,9 @@ class Candidate:
     source_turns: list[int] | None = None  # None: attribution unusable
     memory_type: MemoryType = MemoryType.FACT
     edge: EdgeShape | None = None
+    claim: Claim | None = None  # a fact's claim fields (`claims.assess`)
+    # set when reconciliation found it contradicts a claim that outranks it (REJECTED)
+    contradicted: Memory | None = None
     # set by reconciliation, for facts that may be written
     embedding: list[float] | None = None
     neighbours: list[Memory] = field(default_factory=list)
@@ -117,6 +121,13 @@ class Candidate:
         self.matched = None
         self.matched_id = None
 
+    def contradict(self, memory: Memory, reason: str) -> None:
+        """Reject it as contradicting `memory`, which outranks it and is kept: the
+        receipt names the kept memory as matchedId, and planning records it."""
+        self.reject(reason)
+        self.contradicted = memory
+        self.matched_id = memory.id
+
     def outcome(self) -> CandidateOutcome:
         return CandidateOutcome(
             candidate_id=self.candidate_id,
@@ -142,6 +153,7 @@ class Memory:
     retired_at: datetime | None
     content_key: ContentKey
     normalized_text: str
+    authority: Authority | None = None  # a chunk's; None for an edge
 
     def is_current(self, instant: datetime) -> bool:
         return rules.is_valid_at(self.valid_at, self.invalid_at, self.retired_at, instant)
@@ -162,6 +174,7 @@ class Memory:
             retired_at=record.retired_at,
             content_key=("fact", record.content_hash or rules.content_hash(record.text)),
             normalized_text=normalize_text(record.text),
+            authority=record.authority,
         )
 
     @classmethod

@@ -10,11 +10,15 @@ with the spec's reason:
   someone else in between (the store's FAILED_PRECONDITION ALREADY_SUPERSEDED);
 - FORMATION_WRITE_CONFLICT: any other concurrent-write failure: the store gave
   up on a contended transaction, a memory the plan closes was erased, or a row
-  it writes clashed with one written in between.
+  it writes clashed with one written in between. A claim the plan updates whose
+  revision changed in between (the store's ABORTED REVISION_CHANGED) is passed
+  on as it is: the pipeline re-reads and re-plans (`pipeline.MAX_REPLANS`), and
+  answers FORMATION_WRITE_CONFLICT (`write_conflict`) when the claim keeps changing.
 """
 
 from __future__ import annotations
 
+from jennah.domain import rules
 from jennah.domain.models import CommitPlan, CommitResult
 from jennah.errors import Aborted, AlreadyExists, FailedPrecondition, JennahError, NotFound
 from jennah.ports.store import MemoryStore
@@ -29,15 +33,15 @@ def commit_plan(store: MemoryStore, plan: CommitPlan) -> CommitResult:
     try:
         return store.apply(plan)
     except Aborted as exc:
-        if exc.reason == KEY_CLAIMED:
-            raise
-        raise _write_conflict(exc) from exc
+        if exc.reason in (KEY_CLAIMED, rules.REVISION_CHANGED):
+            raise  # REVISION_CHANGED: the pipeline re-plans (`pipeline.run`)
+        raise write_conflict(exc) from exc
     except FailedPrecondition as exc:
         if exc.reason == "ALREADY_SUPERSEDED":
             raise _superseded_first(exc) from exc
-        raise _write_conflict(exc) from exc
+        raise write_conflict(exc) from exc
     except (NotFound, AlreadyExists) as exc:
-        raise _write_conflict(exc) from exc
+        raise write_conflict(exc) from exc
 
 
 def _superseded_first(exc: FailedPrecondition) -> Aborted:
@@ -50,7 +54,7 @@ def _superseded_first(exc: FailedPrecondition) -> Aborted:
     )
 
 
-def _write_conflict(exc: JennahError) -> Aborted:
+def write_conflict(exc: JennahError) -> Aborted:
     return Aborted(
         f"another write to this agent conflicted with this formation ({exc.message}); "
         "nothing was written. Resend",

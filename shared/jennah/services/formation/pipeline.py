@@ -9,12 +9,19 @@ The steps, in order (each its own module):
    reuse, INVALID_ARGUMENT;
 3. rendering with the clock (observedAt, else the receipt time), then
    extraction, one model call (`extraction`);
-4. verification in code (`verification`) and structure (`structure`);
+4. verification in code (`verification`) and structure (`structure`), then
+   each fact's claim fields and the claim checks (`claims`, `checks`);
 5. reconciliation (`reconciliation`, `verdicts`): identical content KNOWN in
-   code, retrieval, at most one more model call, every verdict checked;
-6. candidates touching the same memory (`same_memory`);
+   code, retrieval, at most one more model call, every verdict checked (an
+   inference contradicting what the user stated is recorded, not a supersession);
+6. candidates touching the same memory (`same_memory`), then the cap on NEW
+   candidates (`checks.cap_new`);
 7. planning (`planning`) and ONE store.apply (`conflicts`): memory, supersessions,
-   evidence, the execution-log step and the formation-key record together.
+   reinforcements (claim updates under revision checks), evidence, change-log
+   lines, the execution-log step and the formation-key record together. When a
+   claim it updates changed in between (REVISION_CHANGED), the plan is built
+   again from what the store holds now (no model call), at most MAX_REPLANS
+   times, then ABORTED FORMATION_WRITE_CONFLICT: never an overwrite.
 
 No model call and no clock read happens inside the store's transaction: the
 clock is read once, on receipt, and everything is computed before the commit.
@@ -25,7 +32,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from zoneinfo import ZoneInfo
 
+from jennah.domain import rules
 from jennah.domain.billing import Spent
 from jennah.domain.formation import (
     MAX_CANDIDATES,
@@ -36,13 +45,15 @@ from jennah.domain.formation import (
     render,
 )
 from jennah.domain.models import FormationKeyRecord
-from jennah.errors import InvalidArgument
+from jennah.errors import Aborted, InvalidArgument
 from jennah.ports.embedder import Embedder
 from jennah.ports.model import LanguageModel
 from jennah.ports.store import MemoryStore
 from jennah.services import lifecycle
 from jennah.services.formation import structure
 from jennah.services.formation.candidates import Candidate
+from jennah.services.formation.checks import cap_new, check_claims
+from jennah.services.formation.claims import zone_of
 from jennah.services.formation.command import (
     FormationCommand,
     check_input_cap,
@@ -50,7 +61,7 @@ from jennah.services.formation.command import (
     observed_clock,
     utc,
 )
-from jennah.services.formation.conflicts import commit_plan
+from jennah.services.formation.conflicts import commit_plan, write_conflict
 from jennah.services.formation.extraction import entity_classes, extract, extraction_data
 from jennah.services.formation.model_calls import CallBounds, FormationUsage
 from jennah.services.formation.planning import FormationPlan, PlanContext, build_plan
@@ -63,6 +74,10 @@ from jennah.services.formation.reconciliation import (
 from jennah.services.formation.same_memory import reject_clashes
 from jennah.services.formation.verdicts import VerdictContext
 from jennah.services.formation.verification import verify
+
+# Times the formation re-reads and re-plans when a claim it updates changed under it
+# (ABORTED REVISION_CHANGED at the commit) before it answers FORMATION_WRITE_CONFLICT.
+MAX_REPLANS = 2
 
 
 @dataclass(frozen=True)
@@ -122,35 +137,52 @@ def run(
     """
     command = prepared.command
     context = PlanContext(
-        command.scope, prepared.rendered, prepared.received_at, prepared.observed_at
-    )
+        command.scope, prepared.rendered, prepared.received_at, prepared.observed_at,
+        scope_zone(store, command),
+    )  # fmt: skip
     structures = structure.detect(command.turns)
     candidates, dropped = _decide(
         command, context, structures, store, embedder, model, usage, similarity_threshold,
         checkpoint,
     )  # fmt: skip
-    formation = build_plan(candidates, context, store)
     before = spent_before or Spent()
-    receipt = FormationReceipt(
-        candidates=[c.outcome() for c in candidates],
-        chunk_supersessions=len(formation.plan.chunk_supersessions),
-        edge_supersessions=len(formation.plan.edge_supersessions),
-        summarized_structures=structure.summarized(candidates, structures),
-        candidates_dropped=dropped,
-        candidate_cap=MAX_CANDIDATES,
-        execution_log_rows=formation.execution_log_rows,
-        formation_units=before.units + usage.units,
-        input_tokens=before.input_tokens + usage.input_tokens,
-        output_tokens=before.output_tokens + usage.output_tokens,
-        formation_key=command.formation_key,
-    )
-    _add_key_and_registration(formation, command, receipt, prepared.request_print)
-    if checkpoint is not None:
-        checkpoint()
-    result = commit_plan(store, formation.plan)
-    if lifecycle.changes_claims(formation.plan):  # a formation that changed nothing: no pass
-        passes(store, command.scope, prepared.received_at)
-    return receipt.model_copy(update={"commit_timestamp": result.commit_timestamp})
+    for replan in range(MAX_REPLANS + 1):
+        formation = build_plan(candidates, context, store)
+        receipt = FormationReceipt(
+            candidates=[c.outcome() for c in candidates],
+            chunk_supersessions=len(formation.plan.chunk_supersessions),
+            edge_supersessions=len(formation.plan.edge_supersessions),
+            summarized_structures=structure.summarized(candidates, structures),
+            candidates_dropped=dropped,
+            candidate_cap=MAX_CANDIDATES,
+            execution_log_rows=formation.execution_log_rows,
+            formation_units=before.units + usage.units,
+            input_tokens=before.input_tokens + usage.input_tokens,
+            output_tokens=before.output_tokens + usage.output_tokens,
+            formation_key=command.formation_key,
+        )
+        _add_key_and_registration(formation, command, receipt, prepared.request_print)
+        if checkpoint is not None:
+            checkpoint()
+        try:
+            result = commit_plan(store, formation.plan)
+        except Aborted as exc:
+            if exc.reason != rules.REVISION_CHANGED:
+                raise
+            if replan == MAX_REPLANS:
+                raise write_conflict(exc) from exc
+            continue  # another writer changed a claim this plan updates: read it again
+        if lifecycle.changes_claims(formation.plan):  # a formation that changed nothing: no pass
+            passes(store, command.scope, prepared.received_at)
+        return receipt.model_copy(update={"commit_timestamp": result.commit_timestamp})
+    raise AssertionError("unreachable: the last re-plan returns or raises")
+
+
+def scope_zone(store: MemoryStore, command: FormationCommand) -> ZoneInfo:
+    """The scope's time zone (its registration's, else the one it would be registered
+    with, else UTC): the days validUntil and the change log are counted in."""
+    registered = store.get_scope(command.scope) or command.registration
+    return zone_of(registered.time_zone if registered is not None else None)
 
 
 def replay(
@@ -192,19 +224,22 @@ def _decide(
         max_output_tokens=command.max_output_tokens,
         output_token_budget=command.output_token_budget,
     )
-    data = extraction_data(command.turns, context.boundary, structures, command.vocabulary)
+    clock = context.boundary.astimezone(context.zone)  # relative dates are the scope's
+    data = extraction_data(command.turns, clock, structures, command.vocabulary)
     extracted, dropped = extract(model, data, bounds, usage)
     candidates = [Candidate(index=i, extracted=e) for i, e in enumerate(extracted)]
     classes = entity_classes(command.vocabulary)
     for candidate in candidates:
         verify(candidate, command.turns, classes)
     structure.mark_preserved(candidates, structures)
+    check_claims(candidates, command.turns, context.boundary, context.zone)
     scope, instant = command.scope, context.received_at
     known_in_code(candidates, store, scope, instant)
     gather_neighbours(candidates, store, embedder, scope, instant, similarity_threshold)
     verdict_context = VerdictContext(scope, instant, context.boundary)
     reconcile(candidates, store, model, verdict_context, bounds, usage, checkpoint=checkpoint)
     reject_clashes(candidates)
+    cap_new(candidates)
     return candidates, dropped
 
 

@@ -18,16 +18,36 @@ and, when attribution is usable, `jennah.source_turns` (ascending turn
 numbers), and gets an evidence line (ref `conv://{scope}/{stepId}#turn=a-b`,
 the quote, recorded at the receipt time). Chunks are create-or-replace on their
 content-derived id, so a fact stated as NEW again names the later conversation;
-KNOWN candidates write nothing and keep the provenance they have. The step is
-written (idempotently) whenever the plan writes memory; `execution_log_rows` is
-0 when it existed already (the same conversation formed before).
+KNOWN candidates keep the provenance they have. The step is written
+(idempotently) whenever the plan writes memory; `execution_log_rows` is 0 when it
+existed already (the same conversation formed before).
+
+Claims: a formed fact's record carries the claim fields code decided
+(`claims.assess`, after the checks in `checks`): type, about, summary, body (the
+text), whenToUse, authority, strength, confidence, durability, validUntil and
+sensitivity; and `applies_to`, the node ids of the entities this formation's
+relationships name that its text mentions.
+
+Reinforcement: a KNOWN fact reinforces the active claim it restates, with a
+ClaimUpdate under the revision read while planning (reinforcement_count + 1,
+last_reinforced_at = the boundary, never earlier than it was), ONE evidence line
+(`conv://{scope}/{stepId}#turn=a-b`, the quote, recorded at the receipt time) and
+a "reinforced" change-log line, and writes no new record. Only when the claim's
+evidence has no line of this step yet: forming the same conversation again (a
+replay without its formationKey) changes nothing.
+
+Contradiction: an inference that contradicts a claim the user stated is REJECTED
+(`verdicts`); the kept claim gets a "contradicted" change-log line (from: the
+candidate's words, to: its conv:// ref), the first time the conversation is formed.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from zoneinfo import ZoneInfo
 
 from jennah.domain import rules
 from jennah.domain.formation import (
@@ -39,6 +59,8 @@ from jennah.domain.formation import (
 )
 from jennah.domain.models import (
     Authority,
+    ChangeLogEntry,
+    ClaimUpdate,
     CommitPlan,
     Evidence,
     ExecutionLogStep,
@@ -46,6 +68,7 @@ from jennah.domain.models import (
     GraphNode,
     MemoryRecord,
     ScopeRef,
+    Status,
     Supersession,
 )
 from jennah.ports.store import MemoryStore
@@ -58,10 +81,16 @@ class PlanContext:
     rendered: RenderedConversation
     received_at: datetime
     observed_at: datetime | None
+    zone: ZoneInfo = field(default_factory=lambda: ZoneInfo("UTC"))  # the scope's
 
     @property
     def boundary(self) -> datetime:
         return self.observed_at or self.received_at
+
+    @property
+    def day(self) -> str:
+        """The boundary's calendar date where the scope is (a change-log line's day)."""
+        return self.boundary.astimezone(self.zone).date().isoformat()
 
 
 @dataclass
@@ -74,7 +103,12 @@ class FormationPlan:
     def writes_memory(self) -> bool:
         plan = self.plan
         return bool(
-            plan.chunks or plan.edges or plan.chunk_supersessions or plan.edge_supersessions
+            plan.chunks
+            or plan.edges
+            or plan.chunk_supersessions
+            or plan.edge_supersessions
+            or plan.claim_updates
+            or plan.change_log
         )
 
 
@@ -86,12 +120,18 @@ def build_plan(
     formation = FormationPlan(plan=CommitPlan(scope=context.scope))
     revised = [c for c in candidates if c.decision is Decision.REVISED]
     new = [c for c in candidates if c.decision is Decision.NEW]
+    step_known = store.get_step(context.scope, context.rendered.step_id) is not None
     _plan_revisions(formation, revised, context)
     _plan_new_facts(formation, [c for c in new if c.is_fact], context, store)
     _plan_new_edges(formation, [c for c in new if c.edge is not None], context)
     _plan_nodes(formation, [*revised, *new], context, store)
+    _plan_applies_to(formation, candidates)
+    _plan_reinforcements(formation, candidates, context, store)
+    if not step_known:
+        _plan_contradictions(formation, candidates, context)
     if formation.writes_memory:
-        _plan_step(formation, context, store)
+        formation.plan.steps.append(_step(context))
+        formation.execution_log_rows = 0 if step_known else 1
         _plan_evidence(formation, [*revised, *new], context)
     return formation
 
@@ -176,7 +216,7 @@ def _fact_record(
     metadata[SOURCE_STEP] = context.rendered.step_id
     if candidate.source_turns is not None:
         metadata[SOURCE_TURNS] = ",".join(str(turn) for turn in candidate.source_turns)
-    return MemoryRecord(
+    record = MemoryRecord(
         id=rules.chunk_id(candidate.text, valid_at),
         scope=context.scope,
         content_hash=rules.content_hash(candidate.text),
@@ -187,6 +227,23 @@ def _fact_record(
         valid_at=valid_at,
         supersedes=supersedes,
         embedding=candidate.embedding,
+    )
+    claim = candidate.claim
+    if claim is None:
+        return record
+    return record.model_copy(
+        update={
+            "type": claim.type,
+            "about": claim.about,
+            "summary": claim.summary,
+            "when_to_use": claim.when_to_use,
+            "authority": claim.authority,
+            "strength": claim.strength,
+            "confidence": claim.confidence,
+            "durability": claim.durability,
+            "valid_until": claim.valid_until,
+            "sensitivity": claim.sensitivity,
+        }
     )
 
 
@@ -243,15 +300,117 @@ def _plan_nodes(
             )
 
 
-def _plan_step(formation: FormationPlan, context: PlanContext, store: MemoryStore) -> None:
+def _step(context: PlanContext) -> ExecutionLogStep:
     rendered = context.rendered
-    step = ExecutionLogStep(
+    return ExecutionLogStep(
         step_id=rendered.step_id,
         tool_input=rendered.tool_input,
         metadata={TURN_OFFSETS: ",".join(str(offset) for offset in rendered.offsets)},
     )
-    formation.plan.steps.append(step)
-    formation.execution_log_rows = 0 if store.get_step(context.scope, step.step_id) else 1
+
+
+def _plan_applies_to(formation: FormationPlan, candidates: Sequence[Candidate]) -> None:
+    """Each planned fact applies to the entities this formation's relationships name
+    that its text mentions by label (whole words, any case)."""
+    entities: dict[str, str] = {}
+    for candidate in candidates:
+        if candidate.edge is None or candidate.decision is Decision.REJECTED:
+            continue
+        for entity in (candidate.edge.source, candidate.edge.target):
+            entities.setdefault(entity.node_id, entity.label)
+    if not entities:
+        return
+    patterns = {
+        node: re.compile(rf"(?<!\w){re.escape(label)}(?!\w)", re.IGNORECASE)
+        for node, label in entities.items()
+    }
+    for record in formation.plan.chunks:
+        record.applies_to = sorted(n for n, p in patterns.items() if p.search(record.text))
+
+
+def _plan_reinforcements(
+    formation: FormationPlan,
+    candidates: Sequence[Candidate],
+    context: PlanContext,
+    store: MemoryStore,
+) -> None:
+    """Reinforce each active claim a KNOWN fact restates: reinforcement_count + 1 and
+    last_reinforced_at under the revision read now, one evidence line and a
+    "reinforced" change-log line; only when its evidence holds no line of this
+    conversation's step yet, so forming the same conversation again changes nothing."""
+    restating: dict[str, Candidate] = {}
+    for candidate in candidates:
+        matched = candidate.matched
+        if candidate.decision is Decision.KNOWN and candidate.is_fact and matched is not None:
+            restating.setdefault(matched.id, candidate)
+    if not restating:
+        return
+    ids = sorted(restating)
+    step = evidence_ref(context, None)
+    seen = {
+        e.memory_id
+        for e in store.list_evidence(context.scope, ids)
+        if e.ref == step or e.ref.startswith(step + "#")
+    }
+    plan = formation.plan
+    for record in store.get_chunks(context.scope, ids):
+        if record.id in seen or record.status is not Status.ACTIVE:
+            continue
+        candidate = restating[record.id]
+        count = record.reinforcement_count + 1
+        last = record.last_reinforced_at
+        plan.claim_updates.append(
+            ClaimUpdate(
+                memory_id=record.id,
+                expected_revision=record.revision,
+                reinforcement_count=count,
+                last_reinforced_at=max(last, context.boundary) if last else context.boundary,
+            )
+        )
+        plan.evidence.append(
+            Evidence(
+                memory_id=record.id,
+                ref=evidence_ref(context, candidate.source_turns),
+                quote=candidate.extracted.quote,
+                recorded_at=context.received_at,
+            )
+        )
+        plan.change_log.append(
+            ChangeLogEntry(
+                memory_id=record.id,
+                day=context.day,
+                change="reinforced",
+                from_value=str(count - 1),
+                to_value=str(count),
+            )
+        )
+
+
+CHANGE_VALUE_CHARS = 240
+
+
+def _plan_contradictions(
+    formation: FormationPlan, candidates: Sequence[Candidate], context: PlanContext
+) -> None:
+    """A "contradicted" change-log line on each kept claim an inference contradicted:
+    from the candidate's words (capped) to where they were said (its conv:// ref).
+    Planned only the first time a conversation is formed (its step is new)."""
+    for candidate in candidates:
+        kept = candidate.contradicted
+        if kept is None:
+            continue
+        words = " ".join(candidate.text.split())
+        if len(words) > CHANGE_VALUE_CHARS:
+            words = words[: CHANGE_VALUE_CHARS - 1] + "…"
+        formation.plan.change_log.append(
+            ChangeLogEntry(
+                memory_id=kept.id,
+                day=context.day,
+                change="contradicted",
+                from_value=words,
+                to_value=evidence_ref(context, candidate.source_turns),
+            )
+        )
 
 
 def _plan_evidence(

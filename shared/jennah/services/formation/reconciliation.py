@@ -33,6 +33,7 @@ from jennah.ports.prompts import (
 from jennah.ports.store import MemoryStore
 from jennah.services.formation import verdicts
 from jennah.services.formation.candidates import Candidate, Memory
+from jennah.services.formation.claims import type_family
 from jennah.services.formation.model_calls import CallBounds, FormationUsage, call_model
 
 # Cosine similarity from which an existing chunk counts as "similar" to a
@@ -173,7 +174,7 @@ def reconcile_data(asked: Sequence[Candidate]) -> dict[str, Any]:
                 "candidateIndex": c.index,
                 "kind": c.kind.value,
                 "text": c.text,
-                "memoryType": c.memory_type.value if c.is_fact else "relationship",
+                "memoryType": type_family(c.memory_type) if c.is_fact else "relationship",
                 "neighbours": [m.id for m in c.neighbours],
             }
             for c in asked
@@ -183,7 +184,7 @@ def reconcile_data(asked: Sequence[Candidate]) -> dict[str, Any]:
                 "id": m.id,
                 "kind": m.kind.value,
                 "text": m.text,
-                "memoryType": m.memory_type,
+                "memoryType": type_family(m.memory_type),
                 "validAt": m.valid_at.isoformat() if m.valid_at else None,
             }
             for m in existing.values()

@@ -4,7 +4,8 @@
 - "known": KNOWN, when it names a current memory of the candidate's kind.
 - "revised": REVISED, unless the named memory
   - does not exist in this workspace,
-  - is of another kind (a fact revising an edge) or another memory type,
+  - is of another kind (a fact revising an edge) or another memory type family
+    (`claims.type_family`: directive, relationship, or a statement),
   - is already superseded (its validity window is closed),
   - is identical to the candidate (same wording up to case, spacing and final
     punctuation; for relationships the same source, relation and target),
@@ -14,6 +15,12 @@
   Each of these REJECTS the candidate with a reason; it is never turned into
   another decision.
 - no verdict, or an unknown one: REJECTED.
+- contradiction: an accepted "revised" whose candidate is an inference (authority
+  inferred) and whose memory the user stated (user_stated or user_explicit) is not a
+  supersession: the candidate is REJECTED with a reason naming the contradiction and
+  the kept memory as matchedId, and planning writes a "contradicted" change-log line
+  on the kept memory. A stated or explicit candidate supersedes an inferred claim
+  (REVISED).
 """
 
 from __future__ import annotations
@@ -22,9 +29,10 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from jennah.domain.formation import CandidateKind, Decision
-from jennah.domain.models import ScopeRef
+from jennah.domain.models import Authority, ScopeRef
 from jennah.ports.prompts import ReconcileChoice
 from jennah.services.formation.candidates import Candidate, Memory, normalize_text
+from jennah.services.formation.claims import type_family
 
 _KIND_NOUNS = {CandidateKind.FACT: "fact", CandidateKind.RELATIONSHIP: "relationship"}
 
@@ -52,7 +60,23 @@ def check(
     except _Refused as refused:
         candidate.reject(str(refused))
         return
+    if decision is Decision.REVISED and matched is not None and _outranks(matched, candidate):
+        candidate.contradict(
+            matched,
+            f"it contradicts {matched.id}, which the user stated ({matched.authority}); "
+            "an inference does not supersede what the user said: the contradiction is "
+            "recorded in the change log and the memory is kept",
+        )
+        return
     candidate.decide(decision, matched)
+
+
+def _outranks(memory: Memory, candidate: Candidate) -> bool:
+    """An explicit or stated claim outranks an inference: an inferred candidate never
+    supersedes it. (A system-written claim keeps formation's earlier rule: revisable.)"""
+    claim = candidate.claim
+    inferred = claim is not None and claim.authority is Authority.INFERRED
+    return inferred and memory.authority in (Authority.USER_EXPLICIT, Authority.USER_STATED)
 
 
 def _accepted(
@@ -86,7 +110,7 @@ def _named(
             f"it {verb} {memory.id}, a {_KIND_NOUNS[memory.kind]}; this candidate is a "
             f"{_KIND_NOUNS[candidate.kind]}"
         )
-    if candidate.is_fact and memory.memory_type != candidate.memory_type.value:
+    if candidate.is_fact and type_family(memory.memory_type) != type_family(candidate.memory_type):
         raise _Refused(
             f"it {verb} {memory.id}, a {memory.memory_type} memory; this candidate is a "
             f"{candidate.memory_type.value} memory"
