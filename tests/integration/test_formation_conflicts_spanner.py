@@ -44,14 +44,16 @@ Outcome = FormationReceipt | JennahError
 
 
 class _AtCommit:
-    """The store, except that `before_commit` runs just before the formation's commit."""
+    """The store, except that `before_commit` runs just before the formation's commit (a
+    plan with its formation key or step; not the lifecycle pass's plan after it)."""
 
     def __init__(self, store: MemoryStore, before_commit: Callable[[], object]) -> None:
         self._store = store
         self._before_commit = before_commit
 
     def apply(self, plan: CommitPlan) -> CommitResult:
-        self._before_commit()
+        if plan.formation_key is not None or plan.steps:
+            self._before_commit()
         return self._store.apply(plan)
 
     def __getattr__(self, name: str) -> Any:
