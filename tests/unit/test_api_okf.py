@@ -13,7 +13,8 @@ import pytest
 from jennah import bootstrap
 from jennah.api import bodies
 from jennah.domain import okf, okf_archive
-from tests.unit.fakes import TOKEN, Api, make_container
+from jennah.domain.models import BriefVariant, ScopeRef
+from tests.unit.fakes import ENTERPRISE, TOKEN, Api, make_container
 from tests.unit.test_api_functions import client
 
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
@@ -219,3 +220,12 @@ def test_the_inspect_function_exports_and_the_commit_function_imports(
     )  # fmt: skip
     assert imported.status_code == 200, imported.get_json()
     assert client("query").get("/v1/agents/bot/memory:export", headers=AUTH).status_code == 404
+
+
+def test_an_import_is_followed_by_the_lifecycle_pass(api: Api) -> None:
+    """The imported scope has its brief at once: the pass after a change compiled it."""
+    assert api.post("/v1/agents/bot/memory:commit", SEED).status_code == 200
+    archive = export(api, "/v1/agents/bot").data
+    assert send(api, "/v1/scopes/copy", archive).status_code == 200
+    copy = ScopeRef(enterprise_id=ENTERPRISE, scope_id="copy")
+    assert api.store.get_brief(copy, BriefVariant.FULL) is not None

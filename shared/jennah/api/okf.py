@@ -28,6 +28,8 @@ def import_(call: Call) -> Reply:
         call.services.embedder,
         registration=call.scope.registration,
     )
+    services = call.services  # then the scope's lifecycle pass, like any write of claims
+    services.passes(services.store, call.scope.ref, services.now())
     return Reply(
         dto.ImportResponse(
             claims_imported=result.claims,
