@@ -37,7 +37,8 @@ from formation_quality_cases import Case, ExpectedFact, mentions_all, normalize
 
 BRIEF_TOKEN_LIMIT = 2000
 TOP_K = 5
-DUPLICATE_COSINE = 0.9
+DUPLICATE_COSINE = 0.85
+COSINE_SWEEP = (0.8, 0.85, 0.9, 0.95)  # reported beside, to show how much hangs on it
 REACHABLE = ("new", "revised", "known")
 HARD_TYPES = ("constraint", "directive")
 
@@ -154,6 +155,7 @@ class BriefScore:
     tokens: int | None = None  # None: no brief could be read
     active_claims: int = 0
     duplicate_clusters: list[list[str]] = field(default_factory=list)
+    clusters_at: dict[str, int] = field(default_factory=dict)  # cosine -> cluster count
     facts: list[FactReach] = field(default_factory=list)
     error: str | None = None
 
@@ -188,6 +190,10 @@ def score_brief(
         )
     texts = [c["text"] for c in claims]
     score.duplicate_clusters = duplicate_clusters(texts, vectors)
+    if vectors is not None:
+        score.clusters_at = {
+            f"{t:.2f}": len(duplicate_clusters(texts, vectors, t)) for t in COSINE_SWEEP
+        }
     return score
 
 
@@ -245,6 +251,9 @@ def brief_report(scores: Sequence[BriefScore]) -> dict[str, Any]:
         "briefTokensMax": max(tokens) if tokens else None,
         "briefTokensOverLimit": sum(t > BRIEF_TOKEN_LIMIT for t in tokens),
         "duplicateCosine": DUPLICATE_COSINE,
+        "duplicateClustersAt": {
+            f"{t:.2f}": sum(s.clusters_at.get(f"{t:.2f}", 0) for s in read) for t in COSINE_SWEEP
+        },
     }
 
 

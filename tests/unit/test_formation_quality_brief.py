@@ -118,6 +118,16 @@ def test_duplicates_by_normalized_text_and_by_cosine_transitively() -> None:
     assert fqb.duplicate_clusters(texts, None) == [texts[:2]]
 
 
+def test_cluster_counts_are_swept_over_thresholds() -> None:
+    chunks = [chunk("a", "A"), chunk("b", "B"), chunk("c", "C")]
+    vectors = [[1.0, 0.0], [0.92, 0.39], [0.0, 1.0]]  # a~b: 0.92
+    score = fqb.score_brief(CASE, brief(), 10, chunks, {}, vectors)
+    assert len(score.duplicate_clusters) == 1
+    assert fqb.brief_report([score])["duplicateClustersAt"] == {
+        "0.80": 1, "0.85": 1, "0.90": 1, "0.95": 0,
+    }  # fmt: skip
+
+
 def test_duplicate_rate_and_token_limit() -> None:
     chunks = [*CHUNKS, chunk("c5", "The user lives in Leeds!")]
     score = fqb.score_brief(CASE, brief(), 2001, chunks, {}, None)
