@@ -43,62 +43,12 @@ REACHABLE = ("new", "revised", "known")
 HARD_TYPES = ("constraint", "directive")
 
 _CLAIM_LINE = re.compile(r'^- (?:\([a-z_]+\) )*".*" memory://(?P<scope>[^/\s]+)/(?P<id>\S+)$')
-_STOP = frozenset(
-    [
-        "a",
-        "an",
-        "the",
-        "and",
-        "or",
-        "of",
-        "to",
-        "in",
-        "on",
-        "at",
-        "for",
-        "with",
-        "by",
-        "from",
-        "is",
-        "are",
-        "was",
-        "were",
-        "be",
-        "been",
-        "has",
-        "have",
-        "had",
-        "do",
-        "does",
-        "did",
-        "it",
-        "its",
-        "this",
-        "that",
-        "these",
-        "those",
-        "as",
-        "into",
-        "about",
-        "any",
-        "some",
-        "their",
-        "his",
-        "her",
-        "my",
-        "our",
-        "your",
-        "they",
-        "them",
-        "he",
-        "she",
-        "we",
-        "i",
-        "you",
-        "user",
-        "users",
-    ]
+_STOP_WORDS = (
+    "a an the and or of to in on at for with by from is are was were be been has have had "
+    "do does did it its this that these those as into about any some their his her "
+    "my our your they them he she we i you user users"
 )
+_STOP = frozenset(_STOP_WORDS.split())
 
 
 def brief_claim_ids(brief: str) -> set[str]:
