@@ -32,6 +32,14 @@ from pathlib import Path
 from typing import Any
 
 from _common import machine_line, percentile, table
+from formation_quality_brief import (
+    TOP_K,
+    BriefScore,
+    brief_report,
+    misses,
+    query_text,
+    score_brief,
+)
 from formation_quality_cases import (
     CASES_DIR,
     COVERAGE_TAGS,
@@ -64,8 +72,12 @@ def main() -> None:
         raise SystemExit(f"formation_quality: {exc}") from None
     if not cases:
         raise SystemExit(f"no case matches --cases {args.cases!r} --split {args.split}")
+    briefs: list[BriefScore] = []
     with serving(args) as server:
-        observed = [_run_case(server, case, i, len(cases)) for i, case in enumerate(cases)]
+        observed = []
+        for i, case in enumerate(cases):
+            observed.append(_run_case(server, case, i, len(cases)))
+            briefs.append(_brief_case(server, case, observed[-1]))
         calls = server.stop_and_read_model_calls()
         claims = read_claims(server.data_dir / "memory.db")
     for case, seen in zip(cases, observed, strict=True):
@@ -75,10 +87,16 @@ def main() -> None:
         raise SystemExit(f"every formation failed; the first: {scores[0].error}")
     report = _report(args, scores)
     report["claims"] = claim_report(cases, observed, claims)
+    report["brief"] = {
+        "all": brief_report(briefs),
+        **{s: brief_report([b for b in briefs if b.split == s]) for s in SPLITS
+           if any(b.split == s for b in briefs)},
+    }  # fmt: skip
+    report["brief"]["caseScores"] = [_camel(asdict(b)) for b in briefs]
     if args.output == "json":
         print(json.dumps(report, indent=1, ensure_ascii=False))
     else:
-        _print(report, scores, args.verbose)
+        _print(report, scores, args.verbose, briefs)
 
 
 def _parse_args() -> argparse.Namespace:
@@ -304,6 +322,80 @@ def _progress(case: Case, index: int, count: int, observed: Observed) -> None:
     )
 
 
+# The brief (issue 16's targets), read from the same server after the formation.
+
+
+_embedder: Any = None
+
+
+def _brief_case(server: Server, case: Case, observed: Observed) -> BriefScore:
+    agent = f"{server.base}/v1/agents/{_workspace(case)}"
+    try:
+        answer = _call(server, "GET", f"{agent}/memory/brief")
+        hits: dict[str, list[str]] = {}
+        for fact in case.facts:
+            query = query_text(fact)
+            if query and query not in hits:
+                body = {"semantic": {"queryText": query, "topK": TOP_K, "mode": "HYBRID"}}
+                found = _call(server, "POST", f"{agent}/memory:query", body)
+                hits[query] = [c["id"] for c in found.get("semantic", {}).get("results", [])]
+    except RequestFailed as exc:
+        return BriefScore(case.id, case.split, error=str(exc))
+    chunks = [c for c in observed.chunks if c.get("status", "active") == "active"]
+    score = score_brief(
+        case, answer["brief"], int(answer["tokenCount"]), chunks, hits, _vectors(chunks)
+    )
+    return score
+
+
+def _vectors(chunks: Sequence[dict[str, Any]]) -> list[list[float]]:
+    """MiniLM embeddings of the chunks' texts, for the duplicate measure (whatever
+    embedder the server runs: the threshold is MiniLM's)."""
+    global _embedder
+    if _embedder is None:
+        from jennah.adapters.embedding.minilm import MiniLMEmbedder
+
+        _embedder = MiniLMEmbedder(threads=1)
+    vectors: list[list[float]] = _embedder.embed_batch([c["text"] for c in chunks])
+    return vectors
+
+
+def _print_brief(brief: dict[str, Any]) -> None:
+    print("\nthe brief (issue 16 targets; labelled facts: required, new/revised/known)\n")
+    groups = {k: v for k, v in brief.items() if k != "caseScores"}
+    rows: list[list[object]] = [
+        [name, *(_target(g[key]) for g in groups.values())]
+        for name, key in (
+            ("reached: brief or top 5 (>= 0.80)", "factsReached"),
+            ("  in the brief", "factsInBrief"),
+            ("  in the query's top 5", "factsInTop5"),
+            ("  held by an active claim", "factsHeld"),
+            ("hard constraints in brief (1.0)", "hardInBrief"),
+            ("duplicate clusters / active (<= 0.05)", "duplicateClusters"),
+        )
+    ]
+    rows.append(
+        ["brief tokens max (<= 2000)", *(str(g["briefTokensMax"]) for g in groups.values())]
+    )
+    rows.append(["briefs unread", *(str(g["failed"]) for g in groups.values())])
+    print(table(["figure", *groups], rows))
+
+
+def _target(value: dict[str, Any]) -> str:
+    met = value.get("met")
+    flag = "" if met is None else (" ok" if met else " MISSED")
+    return _fraction(value) + flag
+
+
+def _print_brief_misses(briefs: Sequence[BriefScore]) -> None:
+    print("\nbrief misses per case\n")
+    for score in briefs:
+        lines = [f"  brief unread: {score.error}"] if score.error else misses(score)
+        if lines:
+            print(score.case_id)
+            print("\n".join(lines))
+
+
 # The report.
 
 
@@ -363,7 +455,12 @@ _FIGURES = (
 )
 
 
-def _print(report: dict[str, Any], scores: Sequence[CaseScore], verbose: bool) -> None:
+def _print(
+    report: dict[str, Any],
+    scores: Sequence[CaseScore],
+    verbose: bool,
+    briefs: Sequence[BriefScore],
+) -> None:
     overall = report["overall"]
     print(
         f"formation quality: --model {report['model']} --embedder {report['embedder']}, "
@@ -394,8 +491,10 @@ def _print(report: dict[str, Any], scores: Sequence[CaseScore], verbose: bool) -
     for name, counts in claims["distribution"].items():
         print(f"  {name}: {counts}")
     print(f"  sensitivity against labels: {claims['sensitivity']}")
+    _print_brief(report["brief"])
     if verbose:
         _print_misses(scores)
+        _print_brief_misses(briefs)
 
 
 def _tag_rows(tags: dict[str, Any]) -> list[list[object]]:
