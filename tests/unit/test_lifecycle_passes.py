@@ -91,3 +91,27 @@ def test_inline_passes_run_in_the_call_and_never_pend(recorded: Recorded) -> Non
     assert recorded.runs == [(B, T0)]
     lifecycle.INLINE.settle(B)
     assert recorded.runs == [(B, T0)]
+
+
+def test_a_pass_waits_for_its_scopes_writes_to_pause(recorded: Recorded) -> None:
+    recorded.hold = None
+    passes = lifecycle.DeferredPasses(FakeStore(), quiet=600, max_delay=600)
+    for second in range(3):
+        passes(FakeStore(), B, T0.replace(second=second))
+    assert not passes.idle(0.2)  # still pending: the writes have not paused for 600 s
+    assert recorded.runs == []
+    passes.settle(B)  # a brief read does not wait for the pause
+    assert recorded.runs == [(B, T0.replace(second=2))]
+    passes(FakeStore(), A, T0)
+    passes.close()  # nor does a shutdown
+    assert recorded.runs[-1] == (A, T0)
+
+
+def test_a_burst_of_writes_is_passed_once_its_writes_pause(recorded: Recorded) -> None:
+    recorded.hold = None
+    passes = lifecycle.DeferredPasses(FakeStore(), quiet=2, max_delay=600)
+    for second in range(5):
+        passes(FakeStore(), B, T0.replace(second=second))
+    assert passes.idle(30)
+    assert recorded.runs == [(B, T0.replace(second=4))]
+    passes.close()

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
@@ -297,19 +298,31 @@ class InlinePasses:
 INLINE = InlinePasses()
 
 
+# A deferred pass waits until its scope's writes pause this long (seconds), or until its
+# first pending change is MAX_PASS_DELAY old: a burst of writes pays one pass.
+PASS_QUIET = 0.5
+MAX_PASS_DELAY = 5.0
+
+
 class DeferredPasses:
     """The pass after a change, off the request (`jnh serve`): one background thread runs
-    each changed scope's pass, and the changes of a scope that arrive before its pass
-    starts share that one pass (a burst of commits pays one recompile, not one each).
+    each changed scope's pass once the scope's writes pause for `quiet` seconds (or its
+    first pending change is `max_delay` old), and the changes of a scope that arrive before
+    its pass starts share that one pass (a burst of commits pays one recompile, not one each).
 
     `settle(scope)` runs a scope's pending pass at once, in the caller's thread (or waits
     for the one running): the brief read calls it, so what a write changed is in the next
     brief at once. `close()` runs what is pending, then stops the thread.
     """
 
-    def __init__(self, store: MemoryStore) -> None:
+    def __init__(
+        self, store: MemoryStore, quiet: float = PASS_QUIET, max_delay: float = MAX_PASS_DELAY
+    ) -> None:
         self._store = store
+        self._quiet, self._max_delay = quiet, max_delay
         self._pending: dict[ScopeRef, datetime] = {}  # scope -> latest change's time
+        # scope -> (monotonic time of its first pending change, of its latest)
+        self._seen: dict[ScopeRef, tuple[float, float]] = {}
         self._running: set[ScopeRef] = set()
         self._changed = threading.Condition()
         self._closed = False
@@ -322,6 +335,8 @@ class DeferredPasses:
                 pass_inline(store, scope, at)
                 return
             self._pending[scope] = max(at, self._pending.get(scope, at))
+            clock = time.monotonic()
+            self._seen[scope] = (self._seen.get(scope, (clock, clock))[0], clock)
             self._changed.notify_all()
 
     def settle(self, scope: ScopeRef) -> None:
@@ -329,6 +344,7 @@ class DeferredPasses:
             while scope in self._running:
                 self._changed.wait()
             at = self._pending.pop(scope, None)
+            self._seen.pop(scope, None)
             if at is None:
                 return
             self._running.add(scope)
@@ -350,20 +366,35 @@ class DeferredPasses:
     def _work(self) -> None:
         while True:
             with self._changed:
-                while not self._runnable() and not (self._closed and not self._pending):
-                    self._changed.wait()
-                runnable = self._runnable()
+                while True:
+                    runnable, wait = self._runnable()
+                    if runnable or (self._closed and not self._pending):
+                        break
+                    self._changed.wait(wait)
                 if not runnable:
                     return  # closed, and nothing left to run
                 scope = runnable[0]
                 at = self._pending.pop(scope)
+                self._seen.pop(scope, None)
                 self._running.add(scope)
             self._run(scope, at)
 
-    def _runnable(self) -> list[ScopeRef]:
-        """Pending scopes whose pass is not running (a change during a scope's pass waits
-        for it, then gets a pass of its own)."""
-        return [scope for scope in self._pending if scope not in self._running]
+    def _runnable(self) -> tuple[list[ScopeRef], float | None]:
+        """Pending scopes whose pass is due and not running (a change during a scope's pass
+        waits for it, then gets a pass of its own; once closed, every pending one is due),
+        and how long until the next one is due (None: only a change or a pass ending can
+        make one due)."""
+        clock, due, wait = time.monotonic(), [], None
+        for scope in self._pending:
+            if scope in self._running:
+                continue
+            first, latest = self._seen.get(scope, (clock, clock))
+            ready = min(latest + self._quiet, first + self._max_delay)
+            if self._closed or ready <= clock:
+                due.append(scope)
+            else:
+                wait = ready - clock if wait is None else min(wait, ready - clock)
+        return due, wait
 
     def _run(self, scope: ScopeRef, at: datetime) -> None:
         try:
