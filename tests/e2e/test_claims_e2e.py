@@ -109,7 +109,7 @@ def test_a_formed_claims_evidence_is_read_back(server: Server) -> None:
     answer = server.json("agents", "memory", "evidence", "helper", claim["id"])
     (line,) = answer["evidence"]
     assert line["ref"].startswith("conv://helper/frm_") and line["ref"].endswith("#turn=0-0")
-    assert line["quote"] and line["recordTime"].endswith("Z")
+    assert line["quote"] and line["recordedAt"].endswith("Z")
     refs = server.ok("scopes", "memory", "evidence", "helper", claim["id"], "-o", "name")
     assert refs.split() == [line["ref"]]
     missing = server.jnh("agents", "memory", "evidence", "helper", "chk_missing")

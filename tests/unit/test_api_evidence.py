@@ -50,10 +50,10 @@ def test_a_formed_claim_shows_the_turn_it_came_from(api: Api) -> None:
     for collection in ("agents", "scopes"):
         answer = ok(api.get(f"/v1/{collection}/bot/memories/{chunk['id']}/evidence"))
         (line,) = answer["evidence"]
-        assert set(line) == {"ref", "quote", "recordTime"}
+        assert set(line) == {"ref", "quote", "recordedAt"}
         assert line["ref"].startswith("conv://bot/frm_") and line["ref"].endswith("#turn=0-0")
         assert line["quote"] and line["quote"] in "I live in Lisbon."
-        assert line["recordTime"].endswith("Z")
+        assert line["recordedAt"].endswith("Z")
 
 
 def test_lines_come_oldest_first_then_by_ref(api: Api) -> None:
@@ -69,9 +69,9 @@ def test_lines_come_oldest_first_then_by_ref(api: Api) -> None:
     )  # fmt: skip
     answer = ok(api.get(f"/v1/scopes/bot/memories/{memory_id}/evidence"))
     assert answer == {"evidence": [
-        {"ref": "conv://bot/s9#turn=0-0", "quote": "a", "recordTime": "2024-01-31T00:00:00Z"},
-        {"ref": "conv://bot/s1#turn=4-5", "quote": "c", "recordTime": "2024-03-01T00:00:00Z"},
-        {"ref": "conv://bot/s2#turn=1-1", "quote": "b", "recordTime": "2024-03-01T00:00:00Z"},
+        {"ref": "conv://bot/s9#turn=0-0", "quote": "a", "recordedAt": "2024-01-31T00:00:00Z"},
+        {"ref": "conv://bot/s1#turn=4-5", "quote": "c", "recordedAt": "2024-03-01T00:00:00Z"},
+        {"ref": "conv://bot/s2#turn=1-1", "quote": "b", "recordedAt": "2024-03-01T00:00:00Z"},
     ]}  # fmt: skip
 
 
@@ -143,8 +143,8 @@ def test_jnh_prints_the_evidence_as_json_table_and_names(jnh: Jnh) -> None:  # n
     (line,) = answer["evidence"]
     table = jnh.ok("agents", "memory", "evidence", "bot", chunk["id"])
     header, row = table.splitlines()
-    assert header.split() == ["RECORD_TIME", "REF", "QUOTE"]
-    assert row.startswith(line["recordTime"]) and line["ref"] in row
+    assert header.split() == ["RECORDED_AT", "REF", "QUOTE"]
+    assert row.startswith(line["recordedAt"]) and line["ref"] in row
     assert jnh.ok("scopes", "memory", "evidence", "bot", chunk["id"], "-o", "name").split() == [
         line["ref"]
     ]

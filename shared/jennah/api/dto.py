@@ -667,7 +667,7 @@ class EvidenceLine(WireResponse):
         description="conv://{scopeId}/{stepId}#turn=a-b: an execution-log step's turns"
     )
     quote: str
-    record_time: Timestamp | None = Field(default=None, description="When it was recorded")
+    recorded_at: Timestamp | None = Field(default=None, description="When it was recorded")
 
 
 class ListEvidenceResponse(WireResponse):

@@ -216,7 +216,7 @@ def list_evidence(call: Call) -> Reply:
     return Reply(
         dto.ListEvidenceResponse(
             evidence=[
-                dto.EvidenceLine(ref=e.ref, quote=e.quote, record_time=e.recorded_at) for e in lines
+                dto.EvidenceLine(ref=e.ref, quote=e.quote, recorded_at=e.recorded_at) for e in lines
             ]
         )
     )

@@ -10,7 +10,7 @@ from jennah.cli import render
 from jennah.cli.client import segment
 from jennah.cli.options import ClientOptions, client_options
 
-EVIDENCE_COLUMNS = ["recordTime", "ref", "quote"]
+EVIDENCE_COLUMNS = ["recordedAt", "ref", "quote"]
 
 
 def evidence_command(collection: str, metavar: str, noun: str) -> click.Command:
