@@ -77,10 +77,17 @@ def scopes_by_size(conn: Connection) -> list[tuple[ScopeRef, int]]:
 
 
 def get_chunks(conn: Connection, scope: ScopeRef, ids: Sequence[str]) -> list[MemoryRecord]:
+    return _records_by_id(conn, scope, ids, codec.RECORD_COLUMNS)
+
+
+def _records_by_id(
+    conn: Connection, scope: ScopeRef, ids: Sequence[str], columns: str
+) -> list[MemoryRecord]:
+    """The named records (read as `columns`, a codec column list), in id order."""
     records: list[MemoryRecord] = []
     for batch in _batches(ids):
         rows = conn.execute(
-            f"SELECT {codec.RECORD_COLUMNS} FROM memory_records "
+            f"SELECT {columns} FROM memory_records "
             f"WHERE {_IN_SCOPE} AND id IN ({_marks(len(batch))})",
             (*_scope(scope), *batch),
         )
@@ -352,15 +359,7 @@ def walk_scopes(conn: Connection, after: ScopeRef | None, limit: int) -> list[Sc
 
 def get_claims(conn: Connection, scope: ScopeRef, ids: Sequence[str]) -> list[MemoryRecord]:
     """The named records without their embeddings, in id order."""
-    records: list[MemoryRecord] = []
-    for batch in _batches(ids):
-        rows = conn.execute(
-            f"SELECT {codec.RECORD_COLUMNS_WITHOUT_EMBEDDING} FROM memory_records "
-            f"WHERE {_IN_SCOPE} AND id IN ({_marks(len(batch))})",
-            (*_scope(scope), *batch),
-        )
-        records.extend(codec.record_from_row(row) for row in rows)
-    return sorted(records, key=lambda record: record.id)
+    return _records_by_id(conn, scope, ids, codec.RECORD_COLUMNS_WITHOUT_EMBEDDING)
 
 
 def list_claims(
