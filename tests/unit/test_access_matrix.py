@@ -46,8 +46,8 @@ from jennah.api.routes import ALL_ROUTES
 from jennah.bootstrap import Container
 from jennah.domain import okf_archive, rules
 from jennah.domain.access import (
-    MANAGEMENT_PERMISSIONS,
     ROLE_PERMISSIONS,
+    USER_ONLY_PERMISSIONS,
     ApiKey,
     Enterprise,
     Permission,
@@ -465,7 +465,7 @@ def test_the_matrix_covers_every_route_and_case() -> None:
 
 def test_every_management_route_refuses_api_keys() -> None:
     for operation_id, row in MATRIX.items():
-        if _route(operation_id).permission in MANAGEMENT_PERMISSIONS:
+        if _route(operation_id).permission in USER_ONLY_PERMISSIONS:
             assert row.key == 403, operation_id
 
 

@@ -212,6 +212,19 @@ def test_management_permission_is_never_usable_with_an_api_key(world) -> None:  
     access.require(key, Permission.MEMORY_COMMIT)  # non-management permissions still work
 
 
+def test_editing_and_forgetting_memory_are_never_usable_with_an_api_key(world) -> None:  # type: ignore[no-untyped-def]
+    access, identity, _, _ = world
+    bind(identity, "api_key:k1", Role.ROOT, ["*"], ["*"])
+    bind(identity, "user:m", Role.MEMBER, ["*"], ["*"])
+    key = Caller(enterprise_id="acme", principal="api_key:k1")
+    for permission in (Permission.MEMORY_EDIT, Permission.MEMORY_FORGET):
+        with pytest.raises(PermissionDenied) as err:
+            access.require(key, permission)
+        assert err.value.reason == "MEMORY_CHANGE_WITH_API_KEY"
+        access.require(Caller(enterprise_id="acme", principal="user:m"), permission)
+    access.require(key, Permission.MEMORY_READ)  # an agent may read its memory
+
+
 def test_missing_permission_is_denied(world) -> None:  # type: ignore[no-untyped-def]
     access, identity, _, _ = world
     bind(identity, "user:m", Role.MEMBER, ["*"], ["*"])

@@ -8,7 +8,9 @@ import pytest
 
 from jennah.domain.access import (
     MANAGEMENT_PERMISSIONS,
+    MEMORY_CHANGE_PERMISSIONS,
     ROLE_PERMISSIONS,
+    USER_ONLY_PERMISSIONS,
     Caller,
     CallerKind,
     Permission,
@@ -43,6 +45,18 @@ def test_management_class_is_what_the_spec_names() -> None:
         "billing.overage:manage",
     }
     assert Permission.VOCABULARY_READ not in MANAGEMENT_PERMISSIONS
+
+
+def test_members_may_read_edit_and_forget_memory_and_keys_may_not_change_it() -> None:
+    member = ROLE_PERMISSIONS[Role.MEMBER]
+    assert {"agent.memory:read", "agent.memory:edit", "agent.memory:forget"} <= {
+        str(p) for p in member
+    }
+    assert {str(p) for p in MEMORY_CHANGE_PERMISSIONS} == {
+        "agent.memory:edit",
+        "agent.memory:forget",
+    }
+    assert USER_ONLY_PERMISSIONS == MANAGEMENT_PERMISSIONS | MEMORY_CHANGE_PERMISSIONS
 
 
 @pytest.mark.parametrize(

@@ -22,7 +22,7 @@ from jennah.api import dto
 from jennah.api.bodies import MAX_BODY_BYTES
 from jennah.api.routes import ALL_ROUTES, Route
 from jennah.domain import rules
-from jennah.domain.access import KEY_ID_PATTERN, MANAGEMENT_PERMISSIONS
+from jennah.domain.access import KEY_ID_PATTERN, MANAGEMENT_PERMISSIONS, MEMORY_CHANGE_PERMISSIONS
 
 COMMITTED = Path(__file__).with_name("openapi.json")
 OPENAPI_PATH = "/openapi.json"
@@ -214,6 +214,8 @@ def _access_text(route: Route) -> str:
     text = f"Requires {route.permission}"
     if route.permission in MANAGEMENT_PERMISSIONS:
         text += " (management-class: a user, never an API key)"
+    if route.permission in MEMORY_CHANGE_PERMISSIONS:
+        text += " (changes memory by hand: a user, never an API key)"
     if route.scope is not None:
         text += " and reach over the scope; without reach the scope is answered as missing"
     if route.scope_in_request:

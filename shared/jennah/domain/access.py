@@ -27,6 +27,11 @@ class Permission(StrEnum):
     MEMORY_FORM = "agent.memory:form"
     MEMORY_COMMIT = "agent.memory:commit"
     MEMORY_QUERY = "agent.memory:query"
+    # Issue 17: the person's own view of and control over the memory (the card, search,
+    # read, excerpt; edit = supersede; forget = retract and suppress).
+    MEMORY_READ = "agent.memory:read"
+    MEMORY_EDIT = "agent.memory:edit"
+    MEMORY_FORGET = "agent.memory:forget"
     SCOPES_LIST = "agent.scopes:list"
     SCOPES_DESTROY = "agent.scopes:destroy"
     VOCABULARY_READ = "agent.vocabulary:read"
@@ -48,11 +53,22 @@ MANAGEMENT_PERMISSIONS: frozenset[Permission] = frozenset(
     }
 )
 
+# Changing memory by hand is for people, never for an agent's API key: the agent reads
+# memory and cannot rewrite or delete it (family-memory-design.md §9).
+MEMORY_CHANGE_PERMISSIONS: frozenset[Permission] = frozenset(
+    {Permission.MEMORY_EDIT, Permission.MEMORY_FORGET}
+)
+# Everything an API key can never use, whatever role it is bound to.
+USER_ONLY_PERMISSIONS: frozenset[Permission] = MANAGEMENT_PERMISSIONS | MEMORY_CHANGE_PERMISSIONS
+
 _MEMBER = frozenset(
     {
         Permission.MEMORY_FORM,
         Permission.MEMORY_COMMIT,
         Permission.MEMORY_QUERY,
+        Permission.MEMORY_READ,
+        Permission.MEMORY_EDIT,
+        Permission.MEMORY_FORGET,
         Permission.SCOPES_LIST,
         Permission.VOCABULARY_READ,
         Permission.BILLING_READ,

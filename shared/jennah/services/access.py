@@ -32,6 +32,7 @@ from jennah.domain import rules
 from jennah.domain.access import (
     API_KEY_PREFIX,
     MANAGEMENT_PERMISSIONS,
+    MEMORY_CHANGE_PERMISSIONS,
     Caller,
     CallerKind,
     Enterprise,
@@ -191,6 +192,13 @@ class Access:
 
     def _require(self, caller: Caller, permission: Permission, grants: Grants | None) -> Grants:
         """`require`, with the caller's grants when already read in this request."""
+        if permission in MEMORY_CHANGE_PERMISSIONS and caller.kind is CallerKind.API_KEY:
+            raise PermissionDenied(
+                f"{permission} changes memory by hand and can never be used with an API "
+                "key: an agent reads memory, it does not rewrite it; call as a user",
+                reason="MEMORY_CHANGE_WITH_API_KEY",
+                metadata={"permission": str(permission)},
+            )
         if permission in MANAGEMENT_PERMISSIONS and caller.kind is CallerKind.API_KEY:
             raise PermissionDenied(
                 f"{permission} is a management permission and can never be used with an "

@@ -24,9 +24,9 @@ from jennah.domain import claims, rules
 from jennah.domain.access import (
     API_KEY_PRINCIPAL,
     KEY_ID_PATTERN,
-    MANAGEMENT_PERMISSIONS,
     MAX_DISPLAY_NAME,
     MAX_SELECTORS,
+    USER_ONLY_PERMISSIONS,
     USER_PRINCIPAL,
     ApiKey,
     Caller,
@@ -423,7 +423,7 @@ def describe_caller(identity: IdentityStore, caller: Caller) -> CallerView:
     bindings = identity.list_bindings(caller.enterprise_id, caller.principal)
     grants = grants_for(bindings)
     if caller.kind is CallerKind.API_KEY:
-        usable = grants.permissions - MANAGEMENT_PERMISSIONS
+        usable = grants.permissions - USER_ONLY_PERMISSIONS
         grants = grants.model_copy(update={"permissions": usable})
     roles = tuple(sorted({b.role for b in bindings}, key=list(Role).index))
     return CallerView(caller=caller, roles=roles, usable=grants)
