@@ -100,6 +100,7 @@ from jennah.domain.models import (
     Status,
     Strength,
 )
+from jennah.domain.references import memory_ref
 
 BRIEF_TOKEN_LIMIT = 2000
 FRAME_BUDGET = 300  # opening line (with a scope id of up to 128 characters), preamble, close
@@ -272,7 +273,7 @@ def quote(text: str, limit: int = QUOTE_CHARS) -> str:
 
 
 def reference(scope_id: str, memory_id: str) -> str:
-    return f"memory://{scope_id}/{memory_id}"
+    return memory_ref(scope_id, memory_id)
 
 
 def _claim_text(claim: MemoryRecord) -> str:

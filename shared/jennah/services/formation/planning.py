@@ -71,6 +71,7 @@ from jennah.domain.models import (
     Status,
     Supersession,
 )
+from jennah.domain.references import conv_ref
 from jennah.ports.store import MemoryStore
 from jennah.services.formation.candidates import Candidate, ContentKey, Entity
 
@@ -438,5 +439,5 @@ def _plan_evidence(
 
 def evidence_ref(context: PlanContext, turns: list[int] | None) -> str:
     """`conv://{scopeId}/{stepId}#turn=a-b` (no fragment when attribution is unusable)."""
-    ref = f"conv://{context.scope.scope_id}/{context.rendered.step_id}"
-    return ref if turns is None else f"{ref}#turn={turns[0]}-{turns[-1]}"
+    span = None if turns is None else (turns[0], turns[-1])
+    return conv_ref(context.scope.scope_id, context.rendered.step_id, span)
