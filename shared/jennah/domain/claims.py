@@ -148,3 +148,17 @@ def check_time_zone(name: str, field: str = "timeZone") -> ZoneInfo:
             "Europe/Lisbon or America/Los_Angeles)",
             field=field,
         ) from None
+
+
+def remembered_for(since: datetime, now: datetime) -> str:
+    """How long a claim has been remembered, as a person says it: "today", "1 day",
+    "12 days", "5 weeks", "3 months", "2 years" (whole units, rounded down; a time in the
+    future counts as today). Search candidates and the memory card show it as `age`."""
+    days = max(0, (now - since).days)
+    if days == 0:
+        return "today"
+    for unit, size in (("year", 365), ("month", 30), ("week", 7), ("day", 1)):
+        if days >= size * (2 if unit in ("month", "week") else 1):
+            count = days // size
+            return f"{count} {unit}{'' if count == 1 else 's'}"
+    return "today"  # unreachable: days >= 1 matches "day"
