@@ -93,7 +93,7 @@ locals {
       enabled       = true
     }
     inspect = {
-      description   = "GET /v1/{agents,scopes}/{id}/memory:inspect, GET /v1/agents/{id}/memory/steps/{stepId}, GET /v1/{agents,scopes}/{id}/memories/{memoryId}/evidence and GET /v1/{agents,scopes}/{id}/memory/brief"
+      description   = "GET /v1/{agents,scopes}/{id}/memory:inspect, GET /v1/agents/{id}/memory/steps/{stepId}, GET /v1/{agents,scopes}/{id}/memories/{memoryId}/evidence, GET /v1/{agents,scopes}/{id}/memories/{memoryId}, POST /v1/{agents,scopes}/{id}/memory:readExcerpt, GET /v1/{agents,scopes}/{id}/memories and GET /v1/{agents,scopes}/{id}/memory/brief"
       public        = true
       invoker       = null
       memory        = "512Mi"

@@ -1,6 +1,8 @@
 """Cloud Function `inspect`: GET /v1/{agents,scopes}/{id}/memory:inspect,
 GET /v1/agents/{id}/memory/steps/{stepId},
 GET /v1/{agents,scopes}/{id}/memories/{memoryId}/evidence,
+GET /v1/{agents,scopes}/{id}/memories/{memoryId}, POST /v1/{agents,scopes}/{id}/memory:readExcerpt,
+GET /v1/{agents,scopes}/{id}/memories (the memory card),
 GET /v1/{agents,scopes}/{id}/memory/brief and GET /v1/{agents,scopes}/{id}/memory:export."""
 
 import flask
@@ -13,6 +15,9 @@ INSPECT_ROUTES = (
     routes.INSPECT_ROUTES
     + routes.STEP_ROUTES
     + routes.EVIDENCE_ROUTES
+    + routes.MEMORY_GET_ROUTES
+    + routes.READ_EXCERPT_ROUTES
+    + routes.MEMORY_CARD_ROUTES
     + routes.BRIEF_ROUTES
     + routes.EXPORT_ROUTES
 )

@@ -47,6 +47,7 @@ from jennah.domain.billing import (
     UsageRecord,
     check_billing,
 )
+from jennah.domain.card import CardKey, ClaimFilter
 from jennah.domain.lifecycle import WalkCursor
 from jennah.domain.models import (
     HIDDEN_STATUSES,
@@ -367,6 +368,33 @@ class FakeStore:
             if (statuses is None or r.status in statuses) and (after is None or r.id > after)
         ]
         return rows[:limit]
+
+    def list_claims_page(
+        self,
+        scope: ScopeRef,
+        claim_filter: ClaimFilter,
+        after: CardKey | None,
+        limit: int,
+    ) -> list[MemoryRecord]:
+        def shown(r: MemoryRecord) -> bool:
+            return (
+                r.status in claim_filter.statuses
+                and claim_filter.type in (None, r.type)
+                and claim_filter.sensitivity in (None, r.sensitivity)
+                and (claim_filter.applies_to is None or claim_filter.applies_to in r.applies_to)
+            )
+
+        def micros(instant: datetime) -> int:
+            return (instant - datetime(1970, 1, 1, tzinfo=UTC)) // timedelta(microseconds=1)
+
+        def newest_first(r: MemoryRecord) -> tuple[int, str]:
+            assert r.created_at is not None
+            return (-micros(r.created_at), r.id)
+
+        rows = sorted((r for r in self._chunks(scope) if shown(r)), key=newest_first)
+        if after is not None:
+            rows = [r for r in rows if newest_first(r) > (-micros(after[0]), after[1])]
+        return [r.model_copy(update={"embedding": None}) for r in rows[:limit]]
 
     def list_evidence(self, scope: ScopeRef, memory_ids: Sequence[str]) -> list[Evidence]:
         wanted = set(memory_ids)

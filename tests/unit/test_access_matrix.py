@@ -118,6 +118,7 @@ SEED_ASYNC = {"turns": [{"role": "TURN_ROLE_USER", "content": "I work at Seedwor
 STEP_ID = render(
     [Turn(role=TurnRole.USER, content="I live in Lisbon.")], datetime(2024, 1, 1, tzinfo=UTC)
 ).step_id
+EXCERPT = {"ref": f"conv://bot.a/{STEP_ID}#turn=0-0"}
 
 # the world's seeded chunk, a claim of both scopes (its id derives from its text)
 CLAIM = rules.chunk_id("alpha fact", None)
@@ -138,6 +139,13 @@ REQUESTS: dict[str, tuple[str, str, dict[str, Any] | bytes | None]] = {
     "scopes.memory.inspect": ("GET", f"{S}/memory:inspect", None),
     "agents.memories.evidence.list": ("GET", f"{A}/memories/{CLAIM}/evidence", None),
     "scopes.memories.evidence.list": ("GET", f"{S}/memories/{CLAIM}/evidence", None),
+    "agents.memories.get": ("GET", f"{A}/memories/{CLAIM}", None),
+    "scopes.memories.get": ("GET", f"{S}/memories/{CLAIM}", None),
+    "agents.memory.readExcerpt": ("POST", f"{A}/memory:readExcerpt", EXCERPT),
+    # the world's one execution-log step is the agent workspace's: read through /v1/scopes
+    "scopes.memory.readExcerpt": ("POST", "/v1/scopes/bot.a/memory:readExcerpt", EXCERPT),
+    "agents.memories.list": ("GET", f"{A}/memories", None),
+    "scopes.memories.list": ("GET", f"{S}/memories?pageSize=1", None),
     "agents.memory.brief.get": ("GET", f"{A}/memory/brief", None),
     "scopes.memory.brief.get": ("GET", f"{S}/memory/brief", None),
     "agents.memory.export": ("GET", f"{A}/memory:export", None),
@@ -190,6 +198,12 @@ EXPECTED: dict[str, tuple[int, int, int, int | None, int]] = {
     "scopes.memory.inspect": (200, 404, 404, 404, 200),
     "agents.memories.evidence.list": (200, 404, 404, 404, 200),
     "scopes.memories.evidence.list": (200, 404, 404, 404, 200),
+    "agents.memories.get":   (200, 404, 404, 404, 200),
+    "scopes.memories.get":   (200, 404, 404, 404, 200),
+    "agents.memory.readExcerpt": (200, 404, 404, 404, 200),
+    "scopes.memory.readExcerpt": (200, 404, 404, 404, 200),
+    "agents.memories.list":  (200, 404, 404, 404, 200),
+    "scopes.memories.list":  (200, 404, 404, 404, 200),
     "agents.memory.brief.get": (200, 404, 404, 404, 200),
     "scopes.memory.brief.get": (200, 404, 404, 404, 200),
     "agents.memory.export":  (200, 404, 404, 404, 200),
@@ -222,7 +236,7 @@ EXPECTED: dict[str, tuple[int, int, int, int | None, int]] = {
 MATRIX: dict[str, Row] = {
     op: Row(*REQUESTS[op], *EXPECTED[op]) for op in sorted(REQUESTS.keys() & EXPECTED.keys())
 }
-# every (route, case) pair that applies: 39 routes x 9 cases, less the 10 n/a
+# every (route, case) pair that applies: 45 routes x 9 cases, less the 10 n/a
 MATRIX_CASES = [
     (op, case) for op, row in MATRIX.items() for case in CASES if getattr(row, case) is not None
 ]

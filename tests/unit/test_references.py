@@ -31,6 +31,12 @@ def test_a_conversation_reference_round_trips_with_and_without_turns() -> None:
     assert str(ConvRef("team.x", "frm_1")) == "conv://team.x/frm_1"
 
 
+def test_turns_are_numbered_from_0_as_formation_cites_them() -> None:
+    """Formation renders `[turn 0] user:` and writes evidence as #turn=0-0: it parses."""
+    assert parse_conv_ref("conv://team.x/frm_1#turn=0-0") == ConvRef("team.x", "frm_1", 0, 0)
+    assert parse_conv_ref("conv://team.x/frm_1#turn=0") == ConvRef("team.x", "frm_1", 0, 0)
+
+
 @pytest.mark.parametrize(
     ("text", "why"),
     [
@@ -53,7 +59,7 @@ def test_a_bad_memory_reference_names_the_part_at_fault(text: str, why: str) -> 
     [
         ("memory://team.x/frm_1", "must start with conv://"),
         ("conv://team.x/frm_1#turns=1-2", "#turn=a-b"),
-        ("conv://team.x/frm_1#turn=0-2", "turn number '0'"),
+        ("conv://team.x/frm_1#turn=-1-2", "turn number ''"),
         ("conv://team.x/frm_1#turn=a-2", "turn number 'a'"),
         ("conv://team.x/frm_1#turn=2-", "turn number ''"),
         ("conv://team.x/frm_1#turn=\u0661-2", "turn number"),

@@ -1386,6 +1386,106 @@ class ErrorResponse(WireResponse):
     error: Status
 
 
+# reading memory: a whole claim, a conversation excerpt, the memory card
+
+
+class LineageLink(WireResponse):
+    """A claim in another's lineage."""
+
+    ref: str = Field(description="memory://{scopeId}/{memoryId}")
+    memory_id: str
+    summary: str = ""
+    status: StatusName = "active"
+    formed_at: Timestamp | None = None
+
+
+class ClaimLineage(WireResponse):
+    """A claim's corrections, both ways, each chain nearest first (at most 32 each way)."""
+
+    supersedes: list[LineageLink] = Field(
+        default_factory=list,
+        description="The claim this one replaced, then the one that one replaced, ...",
+    )
+    superseded_by: list[LineageLink] = Field(
+        default_factory=list,
+        description="The claim that replaced this one, then the one that replaced it, ...",
+    )
+
+
+class ClaimResponse(WireResponse):
+    """One whole claim (read_memory), whatever its status: the claim as memory:query and
+    memory:inspect show it, its reference, its lineage and its OKF file."""
+
+    ref: str = Field(description="memory://{scopeId}/{memoryId}")
+    claim: Chunk
+    lineage: ClaimLineage
+    okf: str = Field(
+        description="The claim's OKF file as memory:export writes it: YAML front matter "
+        "between --- lines, then the body"
+    )
+
+
+class ReadExcerptRequest(WireRequest):
+    ref: str = Field(
+        description="conv://{scopeId}/{stepId}#turn=a-b (turns numbered from 0, as "
+        "evidence lines cite them; #turn=a for one turn; no fragment: every turn of the "
+        "step, at most 200). The scope must be the one read",
+        json_schema_extra=_bounds(maxLength=1000),
+    )
+
+
+class ExcerptTurnOut(WireResponse):
+    number: Int32 = Field(description="The turn's number in its step, from 0")
+    role: TurnRoleName
+    text: str = Field(description="The turn's words, as they were sent")
+
+
+class ReadExcerptResponse(WireResponse):
+    """Exactly the cited turns of the execution-log step, in order."""
+
+    ref: str
+    step_id: str
+    turns: list[ExcerptTurnOut] = Field(default_factory=list)
+    turn_count: Int32 = Field(description="How many turns the step holds")
+
+
+class ListMemoriesParams(PageParams):
+    """Query parameters of the memory card."""
+
+    filter: str = Field(
+        default="",
+        description='AIP-160 subset: terms joined with AND, each status = "active", '
+        'type = "directive", sensitivity = "health" or appliesTo = "NODE_ID", each field '
+        "once. Without a status term every status but retracted is listed",
+        json_schema_extra=_bounds(maxLength=1000),
+    )
+
+
+class MemoryCardItem(WireResponse):
+    """One claim of the card: what it says, what it concerns, and how long it has been
+    remembered."""
+
+    ref: str = Field(description="memory://{scopeId}/{memoryId}")
+    memory_id: str
+    summary: str = ""
+    about: str = ""
+    applies_to: list[str] = Field(default_factory=list)
+    type: MemoryTypeName = "fact"
+    status: StatusName = "active"
+    sensitivity: SensitivityName = "normal"
+    formed_at: Timestamp | None = None
+    age: str = Field(
+        description='How long it has been remembered: "today", "3 days", "2 weeks", ...'
+    )
+
+
+class ListMemoriesResponse(WireResponse):
+    """A page of the memory card: newest first (by when the claim was written, then id)."""
+
+    memories: list[MemoryCardItem] = Field(default_factory=list)
+    next_page_token: str | None = Field(default=None, description=_NEXT_PAGE_HELP)
+
+
 def dump(model: BaseModel) -> dict[str, object]:
     """A response model as its JSON object, absent optional fields omitted."""
     return model.model_dump(mode="json", by_alias=True, exclude_none=True)

@@ -2,16 +2,17 @@
 
 Each function serves its own routes only (`FORM_ROUTES`, `COMMIT_ROUTES` with
 `IMPORT_ROUTES` and `DREAM_ROUTES`, `QUERY_ROUTES`, `INSPECT_ROUTES` with `STEP_ROUTES`,
-`EVIDENCE_ROUTES`, `BRIEF_ROUTES` and `EXPORT_ROUTES`, `SCOPE_ROUTES`,
-`VOCABULARY_ROUTES`, `USAGE_ROUTES`, `OPERATION_ROUTES`, `ADMIN_ROUTES`); `jnh serve` mounts
-`ALL_ROUTES`. A request goes through: match the path (404) and the method (405), authenticate
-(401), validate the path ids (400), authorize (every route declares its
-permission: `Access.open_scope` on a route naming a scope, 404 without reach
-and 403 without the permission; `Access.require` elsewhere, 403), parse the
-body or query parameters strictly (400), call one handler, and map any error
-once, in `jennah.api.errors`. A route whose request may name a scope in its
-body or query (`scope_in_request`: the vocabulary routes) is authorized by its
-handler's service instead, after parsing, with the same reach-first rule.
+`EVIDENCE_ROUTES`, `MEMORY_GET_ROUTES`, `READ_EXCERPT_ROUTES`, `MEMORY_CARD_ROUTES`,
+`BRIEF_ROUTES` and `EXPORT_ROUTES`, `SCOPE_ROUTES`, `VOCABULARY_ROUTES`, `USAGE_ROUTES`,
+`OPERATION_ROUTES`, `ADMIN_ROUTES`); `jnh serve` mounts `ALL_ROUTES`. A request goes
+through: match the path (404) and the method (405), authenticate (401), validate the
+path ids (400), authorize (every route declares its permission: `Access.open_scope` on
+a route naming a scope, 404 without reach and 403 without the permission;
+`Access.require` elsewhere, 403), parse the body or query parameters strictly (400),
+call one handler, and map any error once, in `jennah.api.errors`. A route whose request
+may name a scope in its body or query (`scope_in_request`: the vocabulary routes) is
+authorized by its handler's service instead, after parsing, with the same reach-first
+rule.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from jennah.api import (
     formation,
     handlers,
     logs,
+    memories,
     okf,
     operations,
     vocabulary,
@@ -257,7 +259,7 @@ INSPECT_ROUTES = _memory_routes(
     response_model=dto.InspectResponse,
 )
 # A claim's evidence ledger (the `inspect` function serves it): readable by whoever may
-# query the scope, for any claim of it, whatever its status.
+# read the scope's memory, for any claim of it, whatever its status.
 EVIDENCE_ROUTES = _claim_routes(
     "GET",
     "/evidence",
@@ -265,9 +267,48 @@ EVIDENCE_ROUTES = _claim_routes(
     handlers.list_evidence,
     "Read a claim's evidence: each quote, the conv:// reference of the turns it came "
     "from, and when it was recorded, oldest first",
-    Permission.MEMORY_QUERY,
+    Permission.MEMORY_READ,
     response_model=dto.ListEvidenceResponse,
 )
+# Reading memory (issue 17; the `inspect` function serves these): one whole claim whatever
+# its status, the turns a conv:// reference cites, and the memory card. agent.memory:read
+# and reach over the scope, like memory:query.
+MEMORY_GET_ROUTES = _claim_routes(
+    "GET",
+    "",
+    "get",
+    memories.get_memory,
+    "Read one whole claim, whatever its status: the claim, its memory:// reference, its "
+    "lineage both ways (supersedes, supersededBy) and its OKF file (front matter and body)",
+    Permission.MEMORY_READ,
+    response_model=dto.ClaimResponse,
+)
+READ_EXCERPT_ROUTES = _memory_routes(
+    "POST",
+    "readExcerpt",
+    memories.read_excerpt,
+    "Read the turns a conv://{scopeId}/{stepId}#turn=a-b reference cites (number, role, "
+    "text) from the scope's execution-log step; no fragment: every turn of the step",
+    Permission.MEMORY_READ,
+    request_model=dto.ReadExcerptRequest,
+    response_model=dto.ReadExcerptResponse,
+)
+MEMORY_CARD_ROUTES: tuple[Route, ...] = tuple(
+    Route(
+        "GET", f"/v1/{collection}/{{{param}}}/memories", memories.list_memories,
+        f"{collection}.memories.list",
+        "The memory card: the scope's claims one per item, newest first, page by page, "
+        "each with its summary, what it concerns, type, status, sensitivity and age; "
+        "filter by status, type, sensitivity and appliesTo (no status term: all but "
+        f"retracted) ({noun})",
+        Permission.MEMORY_READ, scope=ScopeAccess(kind),
+        params_model=dto.ListMemoriesParams, response_model=dto.ListMemoriesResponse,
+    )
+    for collection, param, noun, kind in (
+        ("agents", "agentInstanceId", "agent workspace", ScopeKind.AGENT),
+        ("scopes", "scopeId", "any scope", None),
+    )
+)  # fmt: skip
 # The brief: a singleton resource under the scope's memory, like the steps collection.
 BRIEF_ROUTES: tuple[Route, ...] = tuple(
     Route(
@@ -471,6 +512,9 @@ ALL_ROUTES: tuple[Route, ...] = (
     + IMPORT_ROUTES
     + STEP_ROUTES
     + EVIDENCE_ROUTES
+    + MEMORY_GET_ROUTES
+    + READ_EXCERPT_ROUTES
+    + MEMORY_CARD_ROUTES
     + BRIEF_ROUTES
     + SCOPE_ROUTES
     + VOCABULARY_ROUTES

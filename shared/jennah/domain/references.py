@@ -2,9 +2,10 @@
 
 - `memory://{scopeId}/{memoryId}` names one claim: brief lines and search candidates carry
   it; reading a claim follows it.
-- `conv://{scopeId}/{stepId}#turn=a-b` names turns a..b (1-based, inclusive) of one
-  execution-log step (one formation): evidence lines carry it; reading an excerpt follows
-  it. `#turn=a` names one turn; a reference without a fragment names the whole step.
+- `conv://{scopeId}/{stepId}#turn=a-b` names turns a..b (inclusive) of one execution-log
+  step (one formation), numbered from 0 as the step renders them (`[turn 0] user:`) and
+  as formation cites them: evidence lines carry it; reading an excerpt follows it.
+  `#turn=a` names one turn; a reference without a fragment names the whole step.
 
 Parsing refuses anything else with INVALID_ARGUMENT naming the field and the part at fault.
 Pure: no I/O.
@@ -94,8 +95,8 @@ def _identifier(value: str, part: str, field: str, text: str) -> None:
 
 
 def _turn_number(value: str, field: str, text: str) -> int:
-    if not value.isascii() or not value.isdigit() or len(value) > 9 or int(value) < 1:
-        raise _refusal(field, text, f"the turn number {value!r} must be a whole number >= 1")
+    if not value.isascii() or not value.isdigit() or len(value) > 9:
+        raise _refusal(field, text, f"the turn number {value!r} must be a whole number >= 0")
     return int(value)
 
 

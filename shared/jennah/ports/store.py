@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Protocol
 
+from jennah.domain.card import CardKey, ClaimFilter
 from jennah.domain.models import (
     BriefVariant,
     ChangeLogEntry,
@@ -90,6 +91,21 @@ class MemoryStore(Protocol):
         """The scope's claims whose status is one of `statuses` (all when None), whatever
         their validity, ordered by id: only ids after `after` when given, at most `limit`.
         Embeddings are left out (None): the lifecycle pass and the brief read many claims."""
+        ...
+
+    def list_claims_page(
+        self,
+        scope: ScopeRef,
+        claim_filter: ClaimFilter,
+        after: CardKey | None,
+        limit: int,
+    ) -> list[MemoryRecord]:
+        """The memory card's claims (domain.card): those matching `claim_filter` (a status
+        among its statuses, its type, sensitivity and applies_to node when given), whatever
+        their validity, newest first (created_at descending, then id ascending), only those
+        after the card key `after` (created_at, id) when given, at most `limit`. Read
+        through an index on (scope, created_at): a page costs about `limit` rows however
+        large the scope. Embeddings are left out (None)."""
         ...
 
     def list_evidence(self, scope: ScopeRef, memory_ids: Sequence[str]) -> list[Evidence]:

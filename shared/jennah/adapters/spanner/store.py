@@ -43,6 +43,7 @@ from pydantic import BaseModel
 from jennah import errors
 from jennah.adapters.spanner.calls import CallBound, bounded, utc
 from jennah.domain import rules
+from jennah.domain.card import CardKey, ClaimFilter
 from jennah.domain.models import (
     HIDDEN_STATUSES,
     BriefVariant,
@@ -294,6 +295,41 @@ class SpannerStore:
         return [
             _from_row(MemoryRecord, CLAIM_COLUMNS, row, scope=scope)
             for row in self._execute(query, sql, "list claims")
+        ]
+
+    def list_claims_page(
+        self,
+        scope: ScopeRef,
+        claim_filter: ClaimFilter,
+        after: CardKey | None,
+        limit: int,
+    ) -> list[MemoryRecord]:
+        """The memory card's claims, newest first (created_at DESC, id), after the card
+        key `after`: memory_records_by_created_at read in its order (card.sql)."""
+        query = _Query.scoped(scope)
+        if after is not None:
+            created = query.bind("after_created_at", after[0], param_types.TIMESTAMP)
+            after_id = query.bind("after_id", after[1], param_types.STRING)
+            query.where(f"created_at < {created} OR (created_at = {created} AND id > {after_id})")
+        wanted = sorted(status.value for status in claim_filter.statuses)
+        query.where(f"status IN UNNEST({query.bind('statuses', wanted, _STRING_ARRAY)})")
+        if claim_filter.type is not None:
+            query.where(f"type = {query.bind('type', claim_filter.type.value, param_types.STRING)}")
+        if claim_filter.sensitivity is not None:
+            value = claim_filter.sensitivity.value
+            query.where(f"sensitivity = {query.bind('sensitivity', value, param_types.STRING)}")
+        if claim_filter.applies_to is not None:
+            node = query.bind("applies_to", claim_filter.applies_to, param_types.STRING)
+            query.where(f"{node} IN UNNEST(applies_to)")
+        sql = (
+            f"SELECT {_select(CLAIM_COLUMNS)} "
+            "FROM memory_records@{FORCE_INDEX=memory_records_by_created_at} "
+            f"WHERE {query.conditions()} ORDER BY created_at DESC, id "
+            f"LIMIT {query.bind('limit', limit, param_types.INT64)}"
+        )
+        return [
+            _from_row(MemoryRecord, CLAIM_COLUMNS, row, scope=scope)
+            for row in self._execute(query, sql, "list the memory card")
         ]
 
     def list_evidence(self, scope: ScopeRef, memory_ids: Sequence[str]) -> list[Evidence]:

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 from jennah.adapters.sqlite import codec
 from jennah.adapters.sqlite.vector_index import IndexEntry, IndexRow
 from jennah.domain import rules
+from jennah.domain.card import CardKey, ClaimFilter
 from jennah.domain.models import (
     HIDDEN_STATUSES,
     BriefVariant,
@@ -381,6 +382,39 @@ def list_claims(
         sql += f" AND status IN ({_marks(len(wanted))})"
         params.extend(wanted)
     rows = conn.execute(f"{sql} ORDER BY id LIMIT ?", (*params, limit))
+    return [codec.record_from_row(row) for row in rows]
+
+
+def list_claims_page(
+    conn: Connection,
+    scope: ScopeRef,
+    claim_filter: ClaimFilter,
+    after: CardKey | None,
+    limit: int,
+) -> list[MemoryRecord]:
+    """The memory card's claims, newest first (created_at DESC, id), after the card key
+    `after`: `memory_records_by_created_at` read in its order, the filter checked on
+    each row it reaches."""
+    sql = (
+        f"SELECT {codec.RECORD_COLUMNS_WITHOUT_EMBEDDING} FROM memory_records "
+        f"INDEXED BY memory_records_by_created_at WHERE {_IN_SCOPE}"
+    )
+    params: list[Any] = [*_scope(scope)]
+    if after is not None:
+        created_us = codec.to_micros(after[0])
+        sql += " AND (created_at < ? OR (created_at = ? AND id > ?))"
+        params.extend((created_us, created_us, after[1]))
+    wanted = sorted(status.value for status in claim_filter.statuses)
+    sql += f" AND status IN ({_marks(len(wanted))})"
+    params.extend(wanted)
+    for column, value in (("type", claim_filter.type), ("sensitivity", claim_filter.sensitivity)):
+        if value is not None:
+            sql += f" AND {column} = ?"
+            params.append(value.value)
+    if claim_filter.applies_to is not None:
+        sql += " AND EXISTS (SELECT 1 FROM json_each(applies_to) WHERE value = ?)"
+        params.append(claim_filter.applies_to)
+    rows = conn.execute(f"{sql} ORDER BY created_at DESC, id LIMIT ?", (*params, limit))
     return [codec.record_from_row(row) for row in rows]
 
 

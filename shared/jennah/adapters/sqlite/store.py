@@ -34,6 +34,7 @@ from jennah.adapters.sqlite.connection import (
 from jennah.adapters.sqlite.schema import ensure_schema
 from jennah.adapters.sqlite.vector_index import IndexCache, IndexEntry, ScopeIndex
 from jennah.domain import rules
+from jennah.domain.card import CardKey, ClaimFilter
 from jennah.domain.models import (
     BriefVariant,
     ChangeLogEntry,
@@ -386,6 +387,18 @@ class SqliteStore:
             finally:
                 conn.execute("COMMIT")
             return cached.select(statuses, after, limit)
+
+    def list_claims_page(
+        self,
+        scope: ScopeRef,
+        claim_filter: ClaimFilter,
+        after: CardKey | None,
+        limit: int,
+    ) -> list[MemoryRecord]:
+        """The memory card's claims, newest first, a page (read through the index on
+        created_at, never the claim cache: a page is a few rows)."""
+        with self._pool.connection() as conn:
+            return reader.list_claims_page(conn, scope, claim_filter, after, limit)
 
     def list_evidence(self, scope: ScopeRef, memory_ids: Sequence[str]) -> list[Evidence]:
         """The named claims' evidence lines by memory id, recorded_at, ref."""
