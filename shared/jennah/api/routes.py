@@ -1,8 +1,8 @@
 """HTTP routing shared by every Cloud Function and by `jnh serve`.
 
 Each function serves its own routes only (`FORM_ROUTES`, `COMMIT_ROUTES` with
-`IMPORT_ROUTES` and `DREAM_ROUTES`, `QUERY_ROUTES`, `INSPECT_ROUTES` with `STEP_ROUTES`,
-`EVIDENCE_ROUTES`, `BRIEF_ROUTES` and `EXPORT_ROUTES`, `SCOPE_ROUTES`,
+`IMPORT_ROUTES`, `DREAM_ROUTES` and `EDIT_ROUTES`, `QUERY_ROUTES`, `INSPECT_ROUTES` with
+`STEP_ROUTES`, `EVIDENCE_ROUTES`, `BRIEF_ROUTES` and `EXPORT_ROUTES`, `SCOPE_ROUTES`,
 `VOCABULARY_ROUTES`, `USAGE_ROUTES`, `OPERATION_ROUTES`, `ADMIN_ROUTES`); `jnh serve` mounts
 `ALL_ROUTES`. A request goes through: match the path (404) and the method (405), authenticate
 (401), validate the path ids (400), authorize (every route declares its
@@ -32,6 +32,7 @@ from jennah.api import (
     bodies,
     brief,
     dto,
+    edit,
     formation,
     handlers,
     logs,
@@ -163,6 +164,7 @@ def _claim_routes(
     summary: str,
     permission: Permission,
     *,
+    request_model: type[BaseModel] | None = None,
     response_model: type[BaseModel] | None = None,
 ) -> tuple[Route, ...]:
     """A route on one claim of a scope, /v1/{agents|scopes}/{id}/memories/{memoryId}{tail},
@@ -176,6 +178,7 @@ def _claim_routes(
             summary=f"{summary} ({noun})",
             permission=permission,
             scope=ScopeAccess(kind),
+            request_model=request_model,
             response_model=response_model,
         )
         for collection, param, noun, kind in (
@@ -267,6 +270,21 @@ EVIDENCE_ROUTES = _claim_routes(
     "from, and when it was recorded, oldest first",
     Permission.MEMORY_QUERY,
     response_model=dto.ListEvidenceResponse,
+)
+# Edit = supersede: a person's correction of one claim (the `commit` function serves it).
+# Never with an API key (agent.memory:edit): an agent does not rewrite memory.
+EDIT_ROUTES = _claim_routes(
+    "POST",
+    ":edit",
+    "edit",
+    edit.edit,
+    "Correct one active claim: the new words become a new claim (authority user_explicit, "
+    "supersedes the old) and the old one is superseded, pointing at it, under its revision "
+    "(a concurrent change is 409 REVISION_CHANGED, nothing written); the brief uses the "
+    "new words at once and the old claim stays readable",
+    Permission.MEMORY_EDIT,
+    request_model=dto.EditMemoryRequest,
+    response_model=dto.EditMemoryResponse,
 )
 # The brief: a singleton resource under the scope's memory, like the steps collection.
 BRIEF_ROUTES: tuple[Route, ...] = tuple(
@@ -471,6 +489,7 @@ ALL_ROUTES: tuple[Route, ...] = (
     + IMPORT_ROUTES
     + STEP_ROUTES
     + EVIDENCE_ROUTES
+    + EDIT_ROUTES
     + BRIEF_ROUTES
     + SCOPE_ROUTES
     + VOCABULARY_ROUTES
