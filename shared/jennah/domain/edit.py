@@ -13,7 +13,8 @@ The new claim (`edited_claim`):
   strength, pin, durability, validUntil, related, metadata and extensions (less the
   service's own keys: `jennah.`-prefixed metadata such as formation's source step,
   which would make the edit part of that conversation, and `jennah_` extensions such as
-  an import's formedAt);
+  an import's formedAt). So an edited claim is never a line of the brief's Last
+  conversation: the person's words did not come from it;
 - sensitivity: the old claim's; when that is normal, the new words are judged as
   formation judges words (given by the caller as `judged`), so an edit can make a claim
   sensitive but never carry health, finances or minors words into the brief under a
