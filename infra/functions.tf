@@ -62,7 +62,7 @@ locals {
       enabled       = true
     }
     commit = {
-      description   = "POST /v1/{agents,scopes}/{id}/memory:commit and memory:dream"
+      description   = "POST /v1/{agents,scopes}/{id}/memory:commit, memory:dream and memories/{memoryId}:edit"
       public        = true
       invoker       = null
       memory        = "512Mi"

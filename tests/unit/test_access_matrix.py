@@ -123,6 +123,9 @@ EXCERPT = {"ref": f"conv://bot.a/{STEP_ID}#turn=0-0"}
 # the world's seeded chunk, a claim of both scopes (its id derives from its text)
 CLAIM = rules.chunk_id("alpha fact", None)
 
+# a person's correction of the seeded claim (edit = supersede)
+EDIT = {"text": "matrix edit", "summary": "matrix edit"}
+
 # the usage report's range must start within the 400 days usage is kept
 USAGE_SINCE = (datetime.now(UTC) - timedelta(days=7)).strftime("%Y-%m-%dT00:00:00Z")
 
@@ -146,6 +149,8 @@ REQUESTS: dict[str, tuple[str, str, dict[str, Any] | bytes | None]] = {
     "scopes.memory.readExcerpt": ("POST", "/v1/scopes/bot.a/memory:readExcerpt", EXCERPT),
     "agents.memories.list": ("GET", f"{A}/memories", None),
     "scopes.memories.list": ("GET", f"{S}/memories?pageSize=1", None),
+    "agents.memories.edit": ("POST", f"{A}/memories/{CLAIM}:edit", EDIT),
+    "scopes.memories.edit": ("POST", f"{S}/memories/{CLAIM}:edit", EDIT),
     "agents.memory.brief.get": ("GET", f"{A}/memory/brief", None),
     "scopes.memory.brief.get": ("GET", f"{S}/memory/brief", None),
     "agents.memory.export": ("GET", f"{A}/memory:export", None),
@@ -204,6 +209,9 @@ EXPECTED: dict[str, tuple[int, int, int, int | None, int]] = {
     "scopes.memory.readExcerpt": (200, 404, 404, 404, 200),
     "agents.memories.list":  (200, 404, 404, 404, 200),
     "scopes.memories.list":  (200, 404, 404, 404, 200),
+    # agent.memory:edit is never usable with an API key (MEMORY_CHANGE_WITH_API_KEY)
+    "agents.memories.edit":  (200, 404, 404, 404, 403),
+    "scopes.memories.edit":  (200, 404, 404, 404, 403),
     "agents.memory.brief.get": (200, 404, 404, 404, 200),
     "scopes.memory.brief.get": (200, 404, 404, 404, 200),
     "agents.memory.export":  (200, 404, 404, 404, 200),
@@ -236,7 +244,7 @@ EXPECTED: dict[str, tuple[int, int, int, int | None, int]] = {
 MATRIX: dict[str, Row] = {
     op: Row(*REQUESTS[op], *EXPECTED[op]) for op in sorted(REQUESTS.keys() & EXPECTED.keys())
 }
-# every (route, case) pair that applies: 45 routes x 9 cases, less the 10 n/a
+# every (route, case) pair that applies: each route x 9 cases, less the 10 n/a
 MATRIX_CASES = [
     (op, case) for op, row in MATRIX.items() for case in CASES if getattr(row, case) is not None
 ]

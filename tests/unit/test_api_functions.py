@@ -11,6 +11,7 @@ import pytest
 
 from jennah import bootstrap
 from jennah.bootstrap import Container
+from jennah.domain import rules
 from tests.unit.fakes import TOKEN, make_container
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -37,6 +38,16 @@ def test_the_commit_function_commits_for_agents_and_scopes(container: Container)
         response = commit.post(path, json={"chunks": [{"text": "x"}]}, headers=AUTH)
         assert response.status_code == 200, response.get_data(as_text=True)
         assert response.get_json()["chunksWritten"] == "1"
+
+
+def test_the_commit_function_edits_a_claim(container: Container) -> None:
+    commit = client("commit")
+    commit.post("/v1/agents/bot/memory:commit", json={"chunks": [{"text": "tea"}]}, headers=AUTH)
+    path = f"/v1/agents/bot/memories/{rules.chunk_id('tea', None)}:edit"
+    response = commit.post(path, json={"text": "green tea"}, headers=AUTH)
+    assert response.status_code == 200, response.get_data(as_text=True)
+    assert response.get_json()["superseded"]["supersededBy"] == response.get_json()["memory"]["id"]
+    assert client("query").post(path, json={"text": "x"}, headers=AUTH).status_code == 404
 
 
 def test_the_query_function_queries(container: Container) -> None:

@@ -664,7 +664,9 @@ class EvidenceLine(WireResponse):
     """One line of a claim's evidence ledger: the cited turns and the words quoted."""
 
     ref: str = Field(
-        description="conv://{scopeId}/{stepId}#turn=a-b: an execution-log step's turns"
+        description="conv://{scopeId}/{stepId}#turn=a-b: an execution-log step's turns; or, "
+        "on a claim a person wrote by editing another, memory://{scopeId}/{memoryId}: the "
+        "claim itself, its quote the person's words"
     )
     quote: str
     recorded_at: Timestamp | None = Field(default=None, description="When it was recorded")
@@ -675,6 +677,32 @@ class ListEvidenceResponse(WireResponse):
     when the claim is reinforced, never changed."""
 
     evidence: list[EvidenceLine] = Field(default_factory=list)
+
+
+# a claim's edit (edit = supersede)
+
+
+class EditMemoryRequest(WireRequest):
+    """A person's correction of one claim: its new words."""
+
+    text: str = Field(
+        description="The new claim's body: 1-16,000 characters, not blank",
+        json_schema_extra=_bounds(minLength=1, maxLength=rules.MAX_TEXT_LENGTH, pattern=NON_BLANK),
+    )
+    summary: str | None = Field(
+        default=None,
+        description="Its one-line summary, up to 1,024 characters; absent or blank: the "
+        "text's first line, at most 200 characters (as formation derives one)",
+        json_schema_extra=_bounds(maxLength=claims.MAX_SUMMARY_LENGTH),
+    )
+
+
+class EditMemoryResponse(WireResponse):
+    """The new claim (authority user_explicit, supersedes the old) and the old claim, now
+    superseded (supersededBy the new one); both stay readable."""
+
+    memory: Chunk
+    superseded: Chunk
 
 
 # memory:form

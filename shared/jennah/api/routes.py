@@ -1,17 +1,14 @@
 """HTTP routing shared by every Cloud Function and by `jnh serve`.
 
-Each function serves its own routes only (`FORM_ROUTES`, `COMMIT_ROUTES` with
-`IMPORT_ROUTES` and `DREAM_ROUTES`, `QUERY_ROUTES`, `INSPECT_ROUTES` with `STEP_ROUTES`,
-`EVIDENCE_ROUTES`, `MEMORY_GET_ROUTES`, `READ_EXCERPT_ROUTES`, `MEMORY_CARD_ROUTES`,
-`BRIEF_ROUTES` and `EXPORT_ROUTES`, `SCOPE_ROUTES`, `VOCABULARY_ROUTES`, `USAGE_ROUTES`,
-`OPERATION_ROUTES`, `ADMIN_ROUTES`); `jnh serve` mounts `ALL_ROUTES`. A request goes
-through: match the path (404) and the method (405), authenticate (401), validate the
-path ids (400), authorize (every route declares its permission: `Access.open_scope` on
-a route naming a scope, 404 without reach and 403 without the permission;
-`Access.require` elsewhere, 403), parse the body or query parameters strictly (400),
-call one handler, and map any error once, in `jennah.api.errors`. A route whose request
-may name a scope in its body or query (`scope_in_request`: the vocabulary routes) is
-authorized by its handler's service instead, after parsing, with the same reach-first
+Each Cloud Function serves its own tuples of routes (`FORM_ROUTES`, `COMMIT_ROUTES`,
+`QUERY_ROUTES`, …: see functions/*/main.py for which); `jnh serve` mounts `ALL_ROUTES`. A
+request goes through: match the path (404) and the method (405), authenticate (401),
+validate the path ids (400), authorize (every route declares its permission:
+`Access.open_scope` on a route naming a scope, 404 without reach and 403 without the
+permission; `Access.require` elsewhere, 403), parse the body or query parameters strictly
+(400), call one handler, and map any error once, in `jennah.api.errors`. A route whose
+request may name a scope in its body or query (`scope_in_request`: the vocabulary routes)
+is authorized by its handler's service instead, after parsing, with the same reach-first
 rule.
 """
 
@@ -33,6 +30,7 @@ from jennah.api import (
     bodies,
     brief,
     dto,
+    edit,
     formation,
     handlers,
     logs,
@@ -165,6 +163,7 @@ def _claim_routes(
     summary: str,
     permission: Permission,
     *,
+    request_model: type[BaseModel] | None = None,
     response_model: type[BaseModel] | None = None,
 ) -> tuple[Route, ...]:
     """A route on one claim of a scope, /v1/{agents|scopes}/{id}/memories/{memoryId}{tail},
@@ -178,6 +177,7 @@ def _claim_routes(
             summary=f"{summary} ({noun})",
             permission=permission,
             scope=ScopeAccess(kind),
+            request_model=request_model,
             response_model=response_model,
         )
         for collection, param, noun, kind in (
@@ -309,6 +309,21 @@ MEMORY_CARD_ROUTES: tuple[Route, ...] = tuple(
         ("scopes", "scopeId", "any scope", None),
     )
 )  # fmt: skip
+# Edit = supersede: a person's correction of one claim (the `commit` function serves it).
+# Never with an API key (agent.memory:edit): an agent does not rewrite memory.
+EDIT_ROUTES = _claim_routes(
+    "POST",
+    ":edit",
+    "edit",
+    edit.edit,
+    "Correct one active claim: the new words become a new claim (authority user_explicit, "
+    "supersedes the old) and the old one is superseded, pointing at it, under its revision "
+    "(a concurrent change is 409 REVISION_CHANGED, nothing written); the brief uses the "
+    "new words at once and the old claim stays readable",
+    Permission.MEMORY_EDIT,
+    request_model=dto.EditMemoryRequest,
+    response_model=dto.EditMemoryResponse,
+)
 # The brief: a singleton resource under the scope's memory, like the steps collection.
 BRIEF_ROUTES: tuple[Route, ...] = tuple(
     Route(
@@ -515,6 +530,7 @@ ALL_ROUTES: tuple[Route, ...] = (
     + MEMORY_GET_ROUTES
     + READ_EXCERPT_ROUTES
     + MEMORY_CARD_ROUTES
+    + EDIT_ROUTES
     + BRIEF_ROUTES
     + SCOPE_ROUTES
     + VOCABULARY_ROUTES

@@ -12,7 +12,7 @@ from typing import Any
 
 import click
 
-from jennah.cli import brief, evidence, formation, lifecycle, okf, reading, render
+from jennah.cli import brief, edit, evidence, formation, lifecycle, okf, reading, render
 from jennah.cli.client import resource_path
 from jennah.cli.inputs import (
     FILTER_HELP,
@@ -57,6 +57,7 @@ def memory_group(collection: str, metavar: str, noun: str) -> click.Group:
     group.add_command(reading.show_command(collection, metavar, noun))
     group.add_command(reading.excerpt_command(collection, metavar, noun))
     group.add_command(reading.list_command(collection, metavar, noun))
+    group.add_command(edit.edit_command(collection, metavar, noun))
     group.add_command(brief.brief_command(collection, metavar, noun))
     group.add_command(okf.export_command(collection, metavar, noun))
     group.add_command(okf.import_command(collection, metavar, noun))

@@ -22,6 +22,7 @@ from jennah.errors import InvalidArgument
 
 MAX_ABOUT_LENGTH = 256
 MAX_SUMMARY_LENGTH = 1024
+SUMMARY_CHARS = 200  # a summary derived from a claim's text (summary_line)
 MAX_WHEN_TO_USE_LENGTH = 1024
 MAX_APPLIES_TO = 32  # entity node ids, each an identifier
 MAX_RELATED = 32  # memory ids, each an identifier
@@ -55,6 +56,14 @@ def check_length(value: str, bound: int, field: str) -> None:
         raise InvalidArgument(
             f"{field} is {len(value)} characters; at most {bound} are allowed", field=field
         )
+
+
+def summary_line(text: str) -> str:
+    """The summary a claim gets when none is given: the text's first line, runs of
+    whitespace folded, at most SUMMARY_CHARS characters (cut with `…`). Formation and
+    edit derive summaries this way."""
+    line = " ".join(text.strip().split("\n", 1)[0].split())
+    return line if len(line) <= SUMMARY_CHARS else line[: SUMMARY_CHARS - 1].rstrip() + "…"
 
 
 def check_confidence(value: float, field: str) -> None:

@@ -61,6 +61,10 @@ class Durability(StrEnum):
 
 
 class Sensitivity(StrEnum):
+    """The sensitivity vocabulary (OKF `sensitivity`; the wire's SensitivityName). Every
+    value but normal is sensitive: such a claim never enters the brief (domain/brief.py
+    `eligible`), is found by search with its label and is listed in the card."""
+
     NORMAL = "normal"
     HEALTH = "health"
     FINANCES = "finances"

@@ -49,10 +49,11 @@ from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+from jennah.domain import claims
 from jennah.domain.formation import ExtractedCandidate, Turn, TurnRole, quoted_in
 from jennah.domain.models import Authority, Durability, MemoryType, Sensitivity, Strength
 
-SUMMARY_CHARS = 200
+SUMMARY_CHARS = claims.SUMMARY_CHARS
 # Confidence when the model gives none: how sure a claim is, by who supports it.
 CONFIDENCE: dict[Authority, float] = {
     Authority.USER_EXPLICIT: 1.0,
@@ -352,8 +353,7 @@ def _about(text: str) -> str:
 
 
 def _summary(text: str) -> str:
-    line = " ".join(text.strip().split("\n", 1)[0].split())
-    return line if len(line) <= SUMMARY_CHARS else line[: SUMMARY_CHARS - 1].rstrip() + "…"
+    return claims.summary_line(text)
 
 
 def _when_to_use(memory_type: MemoryType, text: str) -> str:
