@@ -1,8 +1,8 @@
 """HTTP routing shared by every Cloud Function and by `jnh serve`.
 
 Each function serves its own routes only (`FORM_ROUTES`, `COMMIT_ROUTES` with
-`IMPORT_ROUTES` and `DREAM_ROUTES`, `QUERY_ROUTES`, `INSPECT_ROUTES` with `STEP_ROUTES`,
-`EVIDENCE_ROUTES`, `BRIEF_ROUTES` and `EXPORT_ROUTES`, `SCOPE_ROUTES`,
+`IMPORT_ROUTES` and `DREAM_ROUTES`, `QUERY_ROUTES` with `SEARCH_ROUTES`, `INSPECT_ROUTES`
+with `STEP_ROUTES`, `EVIDENCE_ROUTES`, `BRIEF_ROUTES` and `EXPORT_ROUTES`, `SCOPE_ROUTES`,
 `VOCABULARY_ROUTES`, `USAGE_ROUTES`, `OPERATION_ROUTES`, `ADMIN_ROUTES`); `jnh serve` mounts
 `ALL_ROUTES`. A request goes through: match the path (404) and the method (405), authenticate
 (401), validate the path ids (400), authorize (every route declares its
@@ -37,6 +37,7 @@ from jennah.api import (
     logs,
     okf,
     operations,
+    search,
     vocabulary,
 )
 from jennah.api.context import Services
@@ -246,6 +247,19 @@ QUERY_ROUTES = _memory_routes(
     Permission.MEMORY_QUERY,
     request_model=dto.QueryRequest,
     response_model=dto.QueryResponse,
+)
+# Turn-level retrieval and the agent's search_memory tool: one search (the `query`
+# function serves it with memory:query).
+SEARCH_ROUTES = _memory_routes(
+    "POST",
+    "search",
+    search.search,
+    "Search the active, unexpired claims closest to a message by meaning and by words "
+    "(typos tolerated), merged; at most maxItems candidates within tokenBudget, each with "
+    "its memory:// reference, age and sensitivity, rendered as candidates to weigh",
+    Permission.MEMORY_READ,
+    request_model=dto.SearchRequest,
+    response_model=dto.SearchResponse,
 )
 INSPECT_ROUTES = _memory_routes(
     "GET",
@@ -466,6 +480,7 @@ ALL_ROUTES: tuple[Route, ...] = (
     + COMMIT_ROUTES
     + DREAM_ROUTES
     + QUERY_ROUTES
+    + SEARCH_ROUTES
     + INSPECT_ROUTES
     + EXPORT_ROUTES
     + IMPORT_ROUTES
