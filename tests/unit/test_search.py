@@ -11,7 +11,7 @@ import pytest
 
 from jennah.adapters.embedding.hashing import HashingEmbedder
 from jennah.domain import search as rules
-from jennah.domain.brief import count_tokens
+from jennah.domain.brief import count_tokens, quote
 from jennah.domain.models import (
     MemoryRecord,
     MemoryType,
@@ -259,3 +259,20 @@ def test_the_bounds_themselves_are_accepted() -> None:
     # every part: a..h by meaning, w and y (x is a weak word match, never merged)
     assert len(ids(run(max_items=rules.MAX_ITEMS, token_budget=rules.MAX_TOKEN_BUDGET))) == 10
     run(query="x" * MAX_QUERY_TEXT_LENGTH)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Dentist appointment Friday 9:00",
+        "".join(map(chr, range(32, 127))),  # every printable ASCII character
+        'say "hi" \\ <b>',
+        "café, naïve",
+        "tab\tand\u200bzero width",
+        "x" * (rules.QUOTE_CHARS - 2),
+        "x" * (rules.QUOTE_CHARS - 1),
+        "y" * 500,
+    ],
+)
+def test_the_quick_quote_is_the_briefs_quote(text: str) -> None:
+    assert rules.quoted(text) == quote(text)

@@ -33,6 +33,7 @@ ahead). No candidate renders as the empty text, 0 tokens.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -133,7 +134,19 @@ def line(found: Candidate) -> str:
     tags = [found.type.value, found.age]
     if found.sensitivity is not Sensitivity.NORMAL:
         tags.append(f"sensitive: {found.sensitivity.value}")
-    return f"- ({', '.join(tags)}) {quote(found.summary)} {found.ref}"
+    return f"- ({', '.join(tags)}) {quoted(found.summary)} {found.ref}"
+
+
+# Printable ASCII but `"`, `<`, `>` and `\`: characters `brief.quote` never escapes.
+_PLAIN = re.compile(r"[ !#-;=?-\[\]-~]*")
+
+
+def quoted(text: str) -> str:
+    """`brief.quote(text)`, without its walk over each character when `text` (whitespace
+    already folded) is short plain ASCII: the usual summary."""
+    if len(text) + 2 <= QUOTE_CHARS and _PLAIN.fullmatch(text):
+        return f'"{text}"'
+    return quote(text)
 
 
 def frame_tokens() -> int:
