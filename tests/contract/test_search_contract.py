@@ -69,9 +69,19 @@ def test_a_word_with_a_typo_finds_its_claim(store: MemoryStore, scope: ScopeRef)
     assert INSULIN in texts(store, scope, "insluin")
 
 
+FILLERS = [
+    "Mia plays football on Saturdays", "Grandma visits in December", "Leo likes green tea",
+    "The car needs new tyres", "Ava sings in the choir", "Noah collects stamps",
+    "The garden gate is broken", "Zoe reads before bed",
+]  # fmt: skip
+
+
 def test_a_word_inside_a_longer_one_finds_its_claim(store: MemoryStore, scope: ScopeRef) -> None:
-    seeded(store, scope)
-    assert ORTHODONTIST in texts(store, scope, "the dentist", max_items=20)
+    commit_items(store, scope, chunks=[ChunkInput(text=t) for t in [ORTHODONTIST, *FILLERS]])
+    # no word in common, so not among the 3 by meaning that lead: found by letter trigrams
+    lead = store.search_chunks(scope, EMBEDDER.embed("dentist"), 3, [], NOW)
+    assert chunk_id(ORTHODONTIST) not in {hit.record.id for hit in lead}
+    assert ORTHODONTIST in texts(store, scope, "dentist", max_items=4)
 
 
 def test_only_active_unexpired_claims_are_candidates(store: MemoryStore, scope: ScopeRef) -> None:
