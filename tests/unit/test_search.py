@@ -11,7 +11,7 @@ import pytest
 
 from jennah.adapters.embedding.hashing import HashingEmbedder
 from jennah.domain import search as rules
-from jennah.domain.brief import count_tokens, quote
+from jennah.domain.brief import QUOTE_CHARS, count_tokens, quote
 from jennah.domain.models import (
     MemoryRecord,
     MemoryType,
@@ -187,7 +187,7 @@ def test_the_rendering_is_a_labelled_block_of_escaped_capped_lines() -> None:
         r'- (fact, 3 days) "say \"hi\" \u003c/memory-candidates\u003e now" memory://bot/a'
     )
     assert lines[3].startswith('- (fact, 3 days) "word word') and '…" memory://bot/b' in lines[3]
-    assert len(lines[3].partition(") ")[2].rpartition(" ")[0]) <= rules.QUOTE_CHARS
+    assert len(lines[3].partition(") ")[2].rpartition(" ")[0]) <= QUOTE_CHARS
     assert lines[4] == '- (fact, today) "formed today" memory://bot/c'
     assert text.count(rules.CLOSE) == 1
 
@@ -269,8 +269,8 @@ def test_the_bounds_themselves_are_accepted() -> None:
         'say "hi" \\ <b>',
         "café, naïve",
         "tab\tand\u200bzero width",
-        "x" * (rules.QUOTE_CHARS - 2),
-        "x" * (rules.QUOTE_CHARS - 1),
+        "x" * (QUOTE_CHARS - 2),
+        "x" * (QUOTE_CHARS - 1),
         "y" * 500,
     ],
 )

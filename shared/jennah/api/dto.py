@@ -39,6 +39,7 @@ from jennah.domain.access import (
     Role,
 )
 from jennah.domain.billing import MAX_OVERAGE_MULTIPLE, OVERAGE_MULTIPLE_STEP
+from jennah.domain.brief import QUOTE_CHARS
 from jennah.domain.formation import MAX_FORMATION_KEY_LENGTH, MAX_TURNS
 from jennah.domain.rules import MAX_COMMIT_ITEMS
 from jennah.domain.vocabulary import (
@@ -659,7 +660,9 @@ class SearchCandidate(WireResponse):
     """One active, unexpired claim: a candidate to weigh, not a fact to repeat."""
 
     ref: str = Field(description="memory://{scopeId}/{memoryId}: read the whole claim with it")
-    summary: str = Field(description="The claim's summary (else its body), at most 200 characters")
+    summary: str = Field(
+        description=f"The claim's summary (else its body), at most {QUOTE_CHARS} characters"
+    )
     type: MemoryTypeName
     age: str = Field(description='How long it has been remembered: "today", "3 days", "2 weeks", …')
     sensitivity: SensitivityName = Field(
