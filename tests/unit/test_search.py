@@ -276,3 +276,8 @@ def test_the_bounds_themselves_are_accepted() -> None:
 )
 def test_the_quick_quote_is_the_briefs_quote(text: str) -> None:
     assert rules.quoted(text) == quote(text)
+
+
+def test_the_smallest_budget_holds_the_frame_and_a_short_line() -> None:
+    short = rules.line(rules.candidate("family", claim("chk_" + "0" * 32, "Sam likes tea"), NOW))
+    assert rules.frame_tokens() + count_tokens(short) <= rules.MIN_TOKEN_BUDGET

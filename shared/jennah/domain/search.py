@@ -49,11 +49,13 @@ from jennah.errors import InvalidArgument
 DEFAULT_MAX_ITEMS = 5
 MAX_ITEMS = 20
 DEFAULT_TOKEN_BUDGET = 300
-# The budget covers the frame (FRAME_TOKENS) and the lines: below MIN_TOKEN_BUDGET no
-# line of a usual length fits; above MAX_TOKEN_BUDGET a lookup would cost more than the
-# whole brief (BRIEF_TOKEN_LIMIT), which the design keeps the largest part of memory.
+# The budget covers the frame (`frame_tokens()`: 58 tokens) and the lines (a short
+# summary with its reference: ~50): below MIN_TOKEN_BUDGET not even one line of a usual
+# length fits; above MAX_TOKEN_BUDGET a lookup of at most MAX_ITEMS lines would cost more
+# than the whole brief (BRIEF_TOKEN_LIMIT), which the design keeps the largest part.
 MIN_TOKEN_BUDGET = 100
 MAX_TOKEN_BUDGET = 2000
+
 OPEN = "<memory-candidates>"
 PREAMBLE = (
     "Candidates recalled from memory: weigh them, do not repeat them as facts, never "
