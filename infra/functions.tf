@@ -77,7 +77,7 @@ locals {
       enabled       = true
     }
     query = {
-      description = "POST /v1/{agents,scopes}/{id}/memory:query"
+      description = "POST /v1/{agents,scopes}/{id}/memory:query and memory:search"
       public      = true
       invoker     = null
       # Hybrid retrieval ranks vector, keyword and graph candidates in memory.

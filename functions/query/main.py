@@ -1,4 +1,4 @@
-"""Cloud Function `query`: POST /v1/{agents,scopes}/{id}/memory:query."""
+"""Cloud Function `query`: POST /v1/{agents,scopes}/{id}/memory:query and memory:search."""
 
 import flask
 import functions_framework
@@ -9,4 +9,4 @@ from jennah.api import routes
 
 @functions_framework.http
 def query(request: flask.Request) -> flask.Response:
-    return routes.serve(request, routes.QUERY_ROUTES, bootstrap.container())
+    return routes.serve(request, routes.QUERY_ROUTES + routes.SEARCH_ROUTES, bootstrap.container())

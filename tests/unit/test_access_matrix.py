@@ -95,6 +95,7 @@ class Row(NamedTuple):
 
 WRITE = {"chunks": [{"text": "matrix write"}]}
 QUERY = {"semantic": {"queryText": "alpha"}}
+SEARCH = {"query": "alpha"}
 # memory:import takes a .tar.gz of OKF files, sent as application/gzip
 IMPORT = okf_archive.pack({"claims/imported.md": b"---\ntype: fact\n---\nmatrix import\n"})
 FORM = {"turns": [{"role": "TURN_ROLE_USER", "content": "I work at Matrixworks."}]}
@@ -138,6 +139,8 @@ REQUESTS: dict[str, tuple[str, str, dict[str, Any] | bytes | None]] = {
     "scopes.memory.dream": ("POST", f"{S}/memory:dream", None),
     "agents.memory.query": ("POST", f"{A}/memory:query", QUERY),
     "scopes.memory.query": ("POST", f"{S}/memory:query", QUERY),
+    "agents.memory.search": ("POST", f"{A}/memory:search", SEARCH),
+    "scopes.memory.search": ("POST", f"{S}/memory:search", SEARCH),
     "agents.memory.inspect": ("GET", f"{A}/memory:inspect", None),
     "scopes.memory.inspect": ("GET", f"{S}/memory:inspect", None),
     "agents.memories.evidence.list": ("GET", f"{A}/memories/{CLAIM}/evidence", None),
@@ -199,6 +202,8 @@ EXPECTED: dict[str, tuple[int, int, int, int | None, int]] = {
     "scopes.memory.dream":   (200, 404, 404, 404, 200),
     "agents.memory.query":   (200, 404, 404, 404, 200),
     "scopes.memory.query":   (200, 404, 404, 404, 200),
+    "agents.memory.search":  (200, 404, 404, 404, 200),
+    "scopes.memory.search":  (200, 404, 404, 404, 200),
     "agents.memory.inspect": (200, 404, 404, 404, 200),
     "scopes.memory.inspect": (200, 404, 404, 404, 200),
     "agents.memories.evidence.list": (200, 404, 404, 404, 200),

@@ -60,6 +60,16 @@ def test_the_query_function_queries(container: Container) -> None:
     assert [r["text"] for r in response.get_json()["semantic"]["results"]] == ["tea"]
 
 
+def test_the_query_function_searches(container: Container) -> None:
+    client("commit").post("/v1/agents/bot/memory:commit", json={"chunks": [{"text": "tea"}]},
+                          headers=AUTH)  # fmt: skip
+    response = client("query").post(
+        "/v1/agents/bot/memory:search", json={"query": "tea"}, headers=AUTH
+    )
+    assert response.status_code == 200
+    assert [c["summary"] for c in response.get_json()["candidates"]] == ["tea"]
+
+
 def test_the_inspect_function_lists(container: Container) -> None:
     assert client("inspect").get("/v1/scopes/bot/memory:inspect", headers=AUTH).status_code == 404
     client("scopes").post("/v1/scopes", json={"scopeId": "bot", "kind": "SUBJECT"}, headers=AUTH)
@@ -115,6 +125,7 @@ def test_the_vocabulary_function_declares_reads_and_removes(container: Container
         ("vocabulary", "GET", "/v1/scopes"),
         ("admin", "PUT", "/v1/memory/vocabulary"),
         ("commit", "POST", "/v1/scopes/bot/memory:query"),
+        ("inspect", "POST", "/v1/scopes/bot/memory:search"),
         ("query", "POST", "/v1/scopes/bot/memory:commit"),
         ("inspect", "POST", "/v1/scopes/bot/memory:commit"),
         ("commit", "GET", "/v1/scopes/bot/memory:inspect"),

@@ -29,6 +29,7 @@ from pydantic.alias_generators import to_camel
 from pydantic.config import JsonDict, JsonValue
 
 from jennah.domain import claims, rules
+from jennah.domain import search as search_rules
 from jennah.domain.access import (
     API_KEY_PRINCIPAL,
     MAX_DISPLAY_NAME,
@@ -38,6 +39,7 @@ from jennah.domain.access import (
     Role,
 )
 from jennah.domain.billing import MAX_OVERAGE_MULTIPLE, OVERAGE_MULTIPLE_STEP
+from jennah.domain.brief import QUOTE_CHARS
 from jennah.domain.formation import MAX_FORMATION_KEY_LENGTH, MAX_TURNS
 from jennah.domain.rules import MAX_COMMIT_ITEMS
 from jennah.domain.vocabulary import (
@@ -621,6 +623,68 @@ class QueryResponse(WireResponse):
 
     semantic: SemanticResults | None = None
     graph: GraphResults | None = None
+
+
+# memory:search (jennah.domain.search)
+
+
+class SearchRequest(WireRequest):
+    """Turn-level retrieval, and the agent's search_memory tool: the same search."""
+
+    model_config = ConfigDict(json_schema_extra={"required": ["query"]})
+
+    query: str = Field(
+        description="The user's message, or the question the agent writes",
+        json_schema_extra=_bounds(
+            minLength=1, maxLength=rules.MAX_QUERY_TEXT_LENGTH, pattern=NON_BLANK
+        ),
+    )
+    max_items: Int32 = Field(
+        default=search_rules.DEFAULT_MAX_ITEMS,
+        description=f"At most this many candidates, 1-{search_rules.MAX_ITEMS}",
+        json_schema_extra=_bounds(minimum=1, maximum=search_rules.MAX_ITEMS),
+    )
+    token_budget: Int32 = Field(
+        default=search_rules.DEFAULT_TOKEN_BUDGET,
+        description=(
+            "At most this many tokens for the whole rendering (`text`, its frame included), "
+            f"{search_rules.MIN_TOKEN_BUDGET}-{search_rules.MAX_TOKEN_BUDGET}"
+        ),
+        json_schema_extra=_bounds(
+            minimum=search_rules.MIN_TOKEN_BUDGET, maximum=search_rules.MAX_TOKEN_BUDGET
+        ),
+    )
+
+
+class SearchCandidate(WireResponse):
+    """One active, unexpired claim: a candidate to weigh, not a fact to repeat."""
+
+    ref: str = Field(description="memory://{scopeId}/{memoryId}: read the whole claim with it")
+    summary: str = Field(
+        description=f"The claim's summary (else its body), at most {QUOTE_CHARS} characters"
+    )
+    type: MemoryTypeName
+    age: str = Field(description='How long it has been remembered: "today", "3 days", "2 weeks", …')
+    sensitivity: SensitivityName = Field(
+        description="health, finances or minors: use only for the task at hand"
+    )
+
+
+class SearchResponse(WireResponse):
+    """The claims closest to the query by meaning and by words (typos tolerated), best
+    first, capped by maxItems and tokenBudget; no related claim is added."""
+
+    candidates: list[SearchCandidate] = Field(default_factory=list)
+    token_count: Int32 = Field(
+        description="What `text` costs, counted with the WordPiece tokenizer of "
+        "all-MiniLM-L6-v2 (the brief's); 0 when nothing was found"
+    )
+    text: str = Field(
+        description="The candidates rendered for the turn: a delimited block of data, "
+        "labelled as candidates to weigh, not facts to repeat; each line the claim's type, "
+        "age, sensitivity when sensitive, its summary quoted and escaped, and its "
+        'memory:// reference. "" when nothing was found'
+    )
 
 
 # memory:inspect

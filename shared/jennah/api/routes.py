@@ -37,6 +37,7 @@ from jennah.api import (
     memories,
     okf,
     operations,
+    search,
     vocabulary,
 )
 from jennah.api.context import Services
@@ -248,6 +249,19 @@ QUERY_ROUTES = _memory_routes(
     Permission.MEMORY_QUERY,
     request_model=dto.QueryRequest,
     response_model=dto.QueryResponse,
+)
+# Turn-level retrieval and the agent's search_memory tool: one search (the `query`
+# function serves it with memory:query).
+SEARCH_ROUTES = _memory_routes(
+    "POST",
+    "search",
+    search.search,
+    "Search the active, unexpired claims closest to a message by meaning and by words "
+    "(typos tolerated), merged; at most maxItems candidates within tokenBudget, each with "
+    "its memory:// reference, age and sensitivity, rendered as candidates to weigh",
+    Permission.MEMORY_READ,
+    request_model=dto.SearchRequest,
+    response_model=dto.SearchResponse,
 )
 INSPECT_ROUTES = _memory_routes(
     "GET",
@@ -522,6 +536,7 @@ ALL_ROUTES: tuple[Route, ...] = (
     + COMMIT_ROUTES
     + DREAM_ROUTES
     + QUERY_ROUTES
+    + SEARCH_ROUTES
     + INSPECT_ROUTES
     + EXPORT_ROUTES
     + IMPORT_ROUTES

@@ -12,7 +12,7 @@ from typing import Any
 
 import click
 
-from jennah.cli import brief, edit, evidence, formation, lifecycle, okf, reading, render
+from jennah.cli import brief, edit, evidence, formation, lifecycle, okf, reading, render, search
 from jennah.cli.client import resource_path
 from jennah.cli.inputs import (
     FILTER_HELP,
@@ -52,6 +52,7 @@ def memory_group(collection: str, metavar: str, noun: str) -> click.Group:
         group.add_command(formation.step_command())
     group.add_command(_commit_command(collection, metavar, noun))
     group.add_command(_query_command(collection, metavar, noun))
+    group.add_command(search.search_command(collection, metavar, noun))
     group.add_command(_inspect_command(collection, metavar, noun))
     group.add_command(evidence.evidence_command(collection, metavar, noun))
     group.add_command(reading.show_command(collection, metavar, noun))

@@ -23,6 +23,7 @@ from jennah.domain.models import (
     Direction,
     GraphEdge,
     GraphNode,
+    MemoryRecord,
     MetadataFilter,
     ScopeRef,
     ScoredRecord,
@@ -130,24 +131,76 @@ def _semantic(
     result.search_ms = (time.perf_counter() - embedded) * 1000
 
 
+# With a `keep` rule (memory:search's), a part whose results the rule thins asks the
+# store again this many times deeper, up to KEEP_MAX_DEPTH results.
+KEEP_DEPTH_GROWTH = 4
+KEEP_MAX_DEPTH = 400
+
+
+def hybrid_search(
+    scope: ScopeRef,
+    store: MemoryStore,
+    text: str,
+    vector: list[float],
+    limit: int,
+    as_of: datetime,
+    keep: Callable[[MemoryRecord], bool],
+) -> list[ScoredRecord]:
+    """memory:query's HYBRID semantic section of `text` (its embedding `vector` given),
+    `limit` results, no filter, of the records `keep` keeps: each part (by meaning, by
+    words, by words with a typo) is taken from the kept records only, then merged. The
+    search memory:search runs."""
+    semantic = SemanticQuery(query_text=text, top_k=limit)
+    return _Search(scope, store, semantic, as_of, keep).hybrid(vector)
+
+
 class _Search:
-    """The parts of one semantic section, each under the section's filters and valid time."""
+    """The parts of one semantic section, each under the section's filters and valid time
+    (and of the records `keep` keeps, when given)."""
 
     def __init__(
-        self, scope: ScopeRef, store: MemoryStore, semantic: SemanticQuery, as_of: datetime
+        self,
+        scope: ScopeRef,
+        store: MemoryStore,
+        semantic: SemanticQuery,
+        as_of: datetime,
+        keep: Callable[[MemoryRecord], bool] | None = None,
     ) -> None:
-        self.scope, self.store, self.as_of = scope, store, as_of
+        self.scope, self.store, self.as_of, self.keep = scope, store, as_of, keep
         self.top_k, self.filters = semantic.top_k, semantic.filters
         self.words = query_words(semantic.query_text)
         self.period = named_period(semantic.query_text)
 
+    def _kept(self, fetch: Callable[[int], list[ScoredRecord]], limit: int) -> list[ScoredRecord]:
+        """The first `limit` results of `fetch(depth)` that `keep` keeps: deeper while it
+        thinned a full answer (up to KEEP_MAX_DEPTH)."""
+        depth = limit
+        while True:
+            found = fetch(depth)
+            if self.keep is None:
+                return found
+            kept = [hit for hit in found if self.keep(hit.record)]
+            if len(kept) >= limit or len(found) < depth or depth >= KEEP_MAX_DEPTH:
+                return kept[:limit]
+            depth = min(depth * KEEP_DEPTH_GROWTH, KEEP_MAX_DEPTH)
+
     def by_meaning(self, vector: list[float], limit: int) -> list[ScoredRecord]:
-        return self.store.search_chunks(self.scope, vector, limit, self.filters, self.as_of)
+        return self._kept(
+            lambda depth: self.store.search_chunks(
+                self.scope, vector, depth, self.filters, self.as_of
+            ),
+            limit,
+        )
 
     def by_words(self, limit: int) -> list[ScoredRecord]:
         if not self.words:
             return []
-        return self.store.search_words(self.scope, self.words, limit, self.filters, self.as_of)
+        return self._kept(
+            lambda depth: self.store.search_words(
+                self.scope, self.words, depth, self.filters, self.as_of
+            ),
+            limit,
+        )
 
     def typo_words(self, exact: list[ScoredRecord]) -> list[str]:
         """The words worth a typo-tolerant search: those the word matches do not hold
@@ -157,8 +210,11 @@ class _Search:
     def by_typo(self, words: list[str], limit: int) -> list[ScoredRecord]:
         if not words:
             return []
-        return self.store.search_words(
-            self.scope, words, limit, self.filters, self.as_of, fuzzy=True
+        return self._kept(
+            lambda depth: self.store.search_words(
+                self.scope, words, depth, self.filters, self.as_of, fuzzy=True
+            ),
+            limit,
         )
 
     def lexical(self) -> list[ScoredRecord]:
