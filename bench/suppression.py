@@ -23,6 +23,7 @@ every OTHER forgotten fact.
     .venv/bin/python bench/suppression.py [--embedder minilm|hashing]
 """
 
+# ruff: noqa: E501  (the labelled set reads best one case per line)
 from __future__ import annotations
 
 import argparse
@@ -214,7 +215,9 @@ def main() -> None:
               f"in the code: {suppression.SUPPRESSION_SIMILARITY:.3f}")  # fmt: skip
     for (i, text, must), score in sorted(zip(labelled, own, strict=True), key=lambda x: -x[1]):
         if not must and score >= suppression.SUPPRESSION_SIMILARITY:
-            print(f"  suppressed wrongly at the code's bound: {score:.3f} {text!r} ~ {CASES[i][0]!r}")
+            print(
+                f"  suppressed wrongly at the code's bound: {score:.3f} {text!r} ~ {CASES[i][0]!r}"
+            )
         if must and score < suppression.SUPPRESSION_SIMILARITY:
             print(f"  missed at the code's bound: {score:.3f} {text!r} ~ {CASES[i][0]!r}")
 

@@ -1,7 +1,8 @@
 """Cloud Function `inspect`: GET /v1/{agents,scopes}/{id}/memory:inspect,
 GET /v1/agents/{id}/memory/steps/{stepId},
 GET /v1/{agents,scopes}/{id}/memories/{memoryId}/evidence,
-GET /v1/{agents,scopes}/{id}/memory/brief and GET /v1/{agents,scopes}/{id}/memory:export."""
+GET /v1/{agents,scopes}/{id}/memory/brief, GET /v1/{agents,scopes}/{id}/memory:export and
+GET /v1/{agents,scopes}/{id}/suppressions."""
 
 import flask
 import functions_framework
@@ -15,6 +16,7 @@ INSPECT_ROUTES = (
     + routes.EVIDENCE_ROUTES
     + routes.BRIEF_ROUTES
     + routes.EXPORT_ROUTES
+    + tuple(r for r in routes.SUPPRESSION_ROUTES if r.method == "GET")
 )
 
 

@@ -38,7 +38,9 @@ def _ctx(store: MemoryStore, scope: ScopeRef) -> forgetting.Forgetting:
     return forgetting.Forgetting(store, EMBEDDER, scope, "user:ana", lambda: FORGOT_AT)
 
 
-def _form(store: MemoryStore, scope: ScopeRef, *texts: str, received: datetime = LATER) -> list[str]:
+def _form(
+    store: MemoryStore, scope: ScopeRef, *texts: str, received: datetime = LATER
+) -> list[str]:
     said = " ".join(texts)
     model = scripted(extraction(*(fact(text, [0]) for text in texts)))
     receipt = run(store, scope, [user(said)], model, received=received)
@@ -47,9 +49,9 @@ def _form(store: MemoryStore, scope: ScopeRef, *texts: str, received: datetime =
 
 def _formed(store: MemoryStore, scope: ScopeRef, *texts: str) -> list[str]:
     """Form the texts in a first conversation; their claim ids."""
-    assert _form(store, scope, *texts, received=datetime(2026, 8, 25, tzinfo=UTC)) == [
-        "NEW"
-    ] * len(texts)
+    assert _form(store, scope, *texts, received=datetime(2026, 8, 25, tzinfo=UTC)) == ["NEW"] * len(
+        texts
+    )
     return [rules.chunk_id(text, None) for text in texts]
 
 
@@ -68,7 +70,7 @@ def test_forget_retracts_the_claim_and_records_one_suppression(
     assert stored.id == done.suppression.id and stored.embedding is not None
     assert stored.created_at is not None
     assert store.get_chunks(scope, [peanuts])[0].status is Status.RETRACTED  # never deleted
-    assert [e.change for e in store.list_change_log(scope, 10)][0] == "retracted"
+    assert store.list_change_log(scope, 10)[0].change == "retracted"
 
 
 def test_forgetting_a_retracted_claim_is_refused_and_changes_nothing(
@@ -125,9 +127,7 @@ def test_deleting_the_suppression_lets_the_fact_form_again(
     assert store.list_suppressions(scope, None, 10) == []
 
     assert _form(store, scope, PEANUTS) == ["NEW"]
-    current = [
-        r for r in store.list_claims(scope, [Status.ACTIVE], None, 10) if r.text == PEANUTS
-    ]
+    current = [r for r in store.list_claims(scope, [Status.ACTIVE], None, 10) if r.text == PEANUTS]
     assert len(current) == 1 and current[0].id != peanuts  # a new claim
     assert store.get_chunks(scope, [peanuts])[0].status is Status.RETRACTED  # stays retracted
     with pytest.raises(NotFound):

@@ -246,7 +246,9 @@ class FakeStore:
                 deep=True, update={"created_at": stamp}
             )
 
-    def list_suppressions(self, scope: ScopeRef, after: str | None, limit: int) -> list[Suppression]:
+    def list_suppressions(
+        self, scope: ScopeRef, after: str | None, limit: int
+    ) -> list[Suppression]:
         rules_ = sorted(
             (r for (s, _), r in self._tables.suppressions.items() if s == scope),
             key=lambda r: r.id,

@@ -97,7 +97,9 @@ class MemoryStore(Protocol):
         """The evidence lines of the named claims, ordered by memory id, recorded_at, ref."""
         ...
 
-    def list_suppressions(self, scope: ScopeRef, after: str | None, limit: int) -> list[Suppression]:
+    def list_suppressions(
+        self, scope: ScopeRef, after: str | None, limit: int
+    ) -> list[Suppression]:
         """The scope's suppression rules ordered by id, embeddings included: only ids
         after `after` when given, at most `limit` (a page; formation reads them all)."""
         ...

@@ -207,8 +207,7 @@ def _check_forgettable(claim: MemoryRecord) -> None:
         )
     if claim.status is Status.SUPERSEDED:
         raise FailedPrecondition(
-            f"memory {claim.id} is superseded by {claim.superseded_by}: forget the current "
-            "version",
+            f"memory {claim.id} is superseded by {claim.superseded_by}: forget the current version",
             reason=MEMORY_SUPERSEDED,
             metadata={"memoryId": claim.id, "supersededBy": claim.superseded_by or ""},
         )

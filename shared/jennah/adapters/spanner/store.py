@@ -344,7 +344,9 @@ class SpannerStore:
             for row in self._execute(query, sql, "list change log")
         ]
 
-    def list_suppressions(self, scope: ScopeRef, after: str | None, limit: int) -> list[Suppression]:
+    def list_suppressions(
+        self, scope: ScopeRef, after: str | None, limit: int
+    ) -> list[Suppression]:
         """The scope's suppression rules by id, a page (embeddings included)."""
         query = _Query.scoped(scope)
         if after is not None:
@@ -355,10 +357,15 @@ class SpannerStore:
         )
         return [
             Suppression(
-                id=row[0], memory_id=row[1], about=row[2], summary=row[3], text=row[4],
+                id=row[0],
+                memory_id=row[1],
+                about=row[2],
+                summary=row[3],
+                text=row[4],
                 embedding=None if row[5] is None else [float(x) for x in row[5]],
-                created_at=utc(row[6]), created_by=row[7],
-            )  # fmt: skip
+                created_at=utc(row[6]),
+                created_by=row[7],
+            )
             for row in self._execute(query, sql, "list suppressions")
         ]
 

@@ -402,7 +402,9 @@ class SqliteStore:
         with self._pool.connection() as conn:
             return reader.list_change_log(conn, scope, limit, offset)
 
-    def list_suppressions(self, scope: ScopeRef, after: str | None, limit: int) -> list[Suppression]:
+    def list_suppressions(
+        self, scope: ScopeRef, after: str | None, limit: int
+    ) -> list[Suppression]:
         """The scope's suppression rules by id, a page."""
         with self._pool.connection() as conn:
             return reader.list_suppressions(conn, scope, after, limit)

@@ -103,9 +103,9 @@ def gather_neighbours(
     for candidate, vector in zip(unembedded, vectors, strict=True):
         candidate.embedding = vector
     for candidate in facts:
-        vector = candidate.embedding
-        assert vector is not None
-        hits = store.search_chunks(scope, vector, NEIGHBOURS, [], instant)
+        embedded = candidate.embedding
+        assert embedded is not None
+        hits = store.search_chunks(scope, embedded, NEIGHBOURS, [], instant)
         candidate.neighbours = [
             Memory.of_chunk(hit.record) for hit in hits if hit.score >= similarity_threshold
         ]
