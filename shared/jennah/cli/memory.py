@@ -12,7 +12,7 @@ from typing import Any
 
 import click
 
-from jennah.cli import brief, evidence, formation, lifecycle, okf, render
+from jennah.cli import brief, evidence, forget, formation, lifecycle, okf, render
 from jennah.cli.client import resource_path
 from jennah.cli.inputs import (
     FILTER_HELP,
@@ -54,6 +54,9 @@ def memory_group(collection: str, metavar: str, noun: str) -> click.Group:
     group.add_command(_query_command(collection, metavar, noun))
     group.add_command(_inspect_command(collection, metavar, noun))
     group.add_command(evidence.evidence_command(collection, metavar, noun))
+    group.add_command(forget.forget_command(collection, metavar, noun))
+    group.add_command(forget.forget_group_command(collection, metavar, noun))
+    group.add_command(forget.suppressions_command(collection, metavar, noun))
     group.add_command(brief.brief_command(collection, metavar, noun))
     group.add_command(okf.export_command(collection, metavar, noun))
     group.add_command(okf.import_command(collection, metavar, noun))
