@@ -33,7 +33,7 @@ from jennah.domain.models import (
     ScopeRecord,
     StoredBrief,
 )
-from tests.support.spanner_emulator import create_database, session_emulator
+from tests.support.spanner_emulator import create_database, session_emulator, start_emulator
 
 pytestmark = pytest.mark.spanner
 
@@ -213,25 +213,44 @@ def test_production_only_ddl_is_the_cosine_vector_index_on_record_embeddings() -
     }
 
 
-def test_emulator_still_lacks_vector_indexes(fresh_database: Any) -> None:
+@pytest.fixture(scope="module")
+def schema_change_emulator() -> Iterator[str]:
+    """An emulator of this module's own for the schema changes on existing databases
+    (update_ddl): the emulator binary has crashed (a segfault in its gRPC server) on such a
+    change while other tests used it, taking the whole run down with it. Here a crash can
+    fail only these tests."""
+    emulator = start_emulator()
+    try:
+        yield emulator.host
+    finally:
+        emulator.stop()
+
+
+def test_emulator_still_lacks_vector_indexes(schema_change_emulator: str) -> None:
     """If this fails, the emulator learned CREATE VECTOR INDEX: fold it into schema.sql."""
-    with pytest.raises(google_errors.GoogleAPICallError, match="VECTOR"):
-        fresh_database.update_ddl(production_only_statements()).result(60)
+    database = create_database(schema_change_emulator)
+    try:
+        with pytest.raises(google_errors.GoogleAPICallError, match="VECTOR"):
+            database.update_ddl(production_only_statements()).result(60)
+    finally:
+        database.drop()
 
 
-def test_the_claims_ddl_upgrades_a_database_created_before_it() -> None:
+def test_the_claims_ddl_upgrades_a_database_created_before_it(
+    schema_change_emulator: str,
+) -> None:
     """A database deployed before claims.sql (its rows written) takes the appended DDL
     in place; stored rows read as no links, no extensions, time zone UTC."""
     from google.cloud.spanner_v1 import COMMIT_TIMESTAMP
 
     from jennah.adapters.spanner.store import SpannerStore
     from jennah.domain.models import ScopeRef
-    from tests.support.spanner_emulator import ADMIN_SECONDS, INSTANCE, emulator_client
+    from tests.support.spanner_emulator import ADMIN_SECONDS, emulator_instance
 
     before = split_statements(Path(schema.__file__).with_name(schema.SCHEMA_FILE).read_text())
     for name in schema.APPENDED_FILES[: schema.APPENDED_FILES.index("claims.sql")]:
         before += split_statements(Path(schema.__file__).with_name(name).read_text())
-    instance = emulator_client(session_emulator().host).instance(INSTANCE)
+    instance = emulator_instance(schema_change_emulator)
     database = instance.database(f"upgrade-{uuid.uuid4().hex[:12]}", ddl_statements=before)
     database.create().result(ADMIN_SECONDS)
     try:

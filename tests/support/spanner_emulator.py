@@ -48,6 +48,15 @@ def start_emulator(*flags: str) -> Emulator:
 
 def create_database(host: str, database_id: str | None = None) -> Any:
     """Create the test instance (if missing) and a new database with schema.sql on `host`."""
+    database = emulator_instance(host).database(
+        database_id or f"memory-{uuid.uuid4().hex[:12]}", ddl_statements=ddl_statements()
+    )
+    database.create().result(ADMIN_SECONDS)
+    return database
+
+
+def emulator_instance(host: str) -> Any:
+    """The test instance on the emulator at `host`, created if missing."""
     client = emulator_client(host)
     instance = client.instance(
         INSTANCE,
@@ -58,11 +67,7 @@ def create_database(host: str, database_id: str | None = None) -> Any:
     if not instance.exists():
         with contextlib.suppress(google_errors.AlreadyExists):  # another session was first
             instance.create().result(ADMIN_SECONDS)
-    database = instance.database(
-        database_id or f"memory-{uuid.uuid4().hex[:12]}", ddl_statements=ddl_statements()
-    )
-    database.create().result(ADMIN_SECONDS)
-    return database
+    return instance
 
 
 def emulator_client(host: str) -> Any:
