@@ -1,24 +1,38 @@
-"""The suppression bound: how similar a candidate must be to a forgotten claim to be
-suppressed (`jennah.domain.suppression.SUPPRESSION_SIMILARITY`).
+"""The suppression rule: how close a candidate must be to a forgotten claim to be
+suppressed (`jennah.domain.suppression`: SUPPRESSION_SIMILARITY and SUPPRESSION_GUARD).
 
-Our own labelled set (below, written for this bench): 40 forgotten facts, each with two
+Our own labelled set (below, written for this bench): forgotten facts, each with two
 paraphrases that must be suppressed (the same fact in other words) and two near-but-
-different statements that must not be (the same person and topic, another fact:
-"Ana is allergic to peanuts" / "Ana is allergic to shellfish"). Each statement is
-embedded with the product's default embedder (`jnh serve`: all-MiniLM-L6-v2, int8,
-`adapters/embedding/minilm.py`), scored against its own forgotten fact exactly as
-formation does (`suppression.match`: same words, else cosine of the bodies), and for
-every threshold the bench prints precision and recall of "suppressed", then the chosen
-bound: the highest threshold whose recall is at least MIN_RECALL (a forgotten fact must
-stay forgotten in other words too), with the precision it costs.
+different statements that must not be (the same person and topic, another fact: "Ana is
+allergic to peanuts" / "Ana is allergic to shellfish"). Each statement is embedded with
+the product's default embedder (`jnh serve`: all-MiniLM-L6-v2, int8,
+`adapters/embedding/minilm.py`) and held against its own forgotten fact exactly as
+formation does (`suppression.match`: same words, else cosine of the bodies at or above a
+threshold and no difference in the guarded kinds of fact-carrying word,
+`domain.distinguishing`).
 
-Measured (2 cores, shared): no threshold separates them. Near-but-different statements
-score up to 0.985 (a weekday or a number changed: "... on Thursdays" / "... on
-Tuesdays"), paraphrases as low as 0.73; at 0.80 recall is 0.963 and precision 0.616
-(48 of 80 near-but-different statements suppressed too). A word-overlap condition on
-top does not help (it costs recall as fast as it gains precision). The bound is 0.80.
-Also reports the cross-fact false positives: each paraphrase and near-miss against
-every OTHER forgotten fact.
+Split, fixed: the cases at even positions of CASES are the TUNE half, the odd ones the
+HELD-OUT half (by forgotten fact, so a fact's paraphrases never sit in both). The rule
+(which kinds of fact-carrying word must not differ, and for a changed thing the
+similarity that still suppresses) and the threshold are chosen on the tune half only:
+the highest F1 (ties: the stricter rule, then the higher threshold); the bench prints
+both halves for every rule and threshold, then the choice and each error of the code's
+rule.
+
+Measured (MiniLM; 52 facts, 104 paraphrases, 104 near-but-different; 26 facts a half):
+- cosine alone at 0.80 (the first bound): tune P 0.585 R 0.923, held-out P 0.623 R 0.923;
+- chosen: anchors+names at 0.725: tune P 0.754 R 1.000, held-out P 0.833 R 0.962.
+The word lists of `domain.distinguishing` were written looking at the first 40 cases;
+the last 12 were written after, as a blind check, and they changed the choice: on the
+first 40 alone "anchors+names+things" won (tune P 0.881 R 0.925, held-out P 0.943
+R 0.825), but on the 12 new facts the things guard lost most paraphrases that swap a
+noun ("pills" / "tablets", "grandfather fought" / "was a soldier"), so it is reported
+and not used. What the chosen rule still suppresses wrongly: a thing swapped ("peanuts"
+/ "shellfish" at high cosine), a verb changing the fact ("lives" / "works" in Tokyo, "loves"
+/ "hates"), a direction swapped with the same words ("owes their brother" / "brother
+owes them").
+Also reports the cross-fact false positives: each statement against every OTHER
+forgotten fact (highest 0.648, below the bound).
 
     .venv/bin/python bench/suppression.py [--embedder minilm|hashing]
 """
@@ -28,9 +42,11 @@ from __future__ import annotations
 
 import argparse
 import time
+from dataclasses import dataclass
 
 from jennah.bootstrap import build_embedder
 from jennah.domain import suppression
+from jennah.domain.distinguishing import Difference
 from jennah.settings import Settings
 
 # (forgotten fact, paraphrases that must be suppressed, near-but-different that must not)
@@ -155,10 +171,112 @@ CASES: list[tuple[str, tuple[str, str], tuple[str, str]]] = [
     ("The user moved to Canada in 2019.",
      ("In 2019 the user relocated to Canada.", "The user has lived in Canada since moving there in 2019."),
      ("The user moved to Australia in 2019.", "The user moved to Canada in 2012.")),
+    # Written after the rule was frozen on the first 40 (a blind check of the word lists).
+    ("The user's phone number is 555-0142.",
+     ("The user can be reached on 555-0142.", "Call the user at 555-0142."),
+     ("The user's office number is 555-0142.", "The user's phone number is 555-0199.")),
+    ("The user's team ships releases every second Friday.",
+     ("Every second Friday the user's team ships a release.", "Releases go out from the user's team every other Friday."),
+     ("The user's team ships releases every Friday.", "The user's team holds retrospectives every second Friday.")),
+    ("The user writes code in Python at work.",
+     ("At work the user programs in Python.", "Python is the language the user codes in at work."),
+     ("The user writes code in Rust at work.", "The user writes code in Python as a hobby.")),
+    ("The user's cat Miso needs thyroid pills twice a day.",
+     ("Miso, the user's cat, takes thyroid tablets twice daily.", "Twice a day the user's cat Miso gets thyroid medication."),
+     ("The user's cat Miso needs thyroid pills once a day.", "The user's cat Miso needs kidney pills twice a day.")),
+    ("The user is lactose intolerant.",
+     ("The user cannot digest lactose.", "Lactose makes the user ill."),
+     ("The user is gluten intolerant.", "The user's daughter is lactose intolerant.")),
+    ("The user's manager is Karen Liu.",
+     ("Karen Liu manages the user.", "The user reports to Karen Liu."),
+     ("The user's mentor is Karen Liu.", "The user's manager is Mark Liu.")),
+    ("The user's apartment is on the fourth floor.",
+     ("The user lives on the fourth floor of their building.", "The user's flat is on the 4th floor."),
+     ("The user's office is on the fourth floor.", "The user's apartment is on the second floor.")),
+    ("The user wakes up at 6am on weekdays.",
+     ("On weekdays the user gets up at 6am.", "The user's alarm goes off at 6am every weekday."),
+     ("The user wakes up at 9am on weekdays.", "The user goes to bed at 6am on weekdays.")),
+    ("The user wants summaries kept under 100 words.",
+     ("Keep summaries for the user below 100 words.", "The user prefers summaries shorter than 100 words."),
+     ("The user wants summaries kept under 300 words.", "The user wants emails kept under 100 words.")),
+    ("The user's grandfather fought in the Korean War.",
+     ("The user's grandpa was a soldier in the Korean War.", "In the Korean War the user's grandfather served as a soldier."),
+     ("The user's grandfather fought in the Vietnam War.", "The user's uncle fought in the Korean War.")),
+    ("The user uses a wheelchair.",
+     ("The user gets around in a wheelchair.", "The user is a wheelchair user."),
+     ("The user uses a walking stick.", "The user's mother uses a wheelchair.")),
+    ("The user is saving for a house deposit.",
+     ("The user is putting money aside for a deposit on a house.", "The user saves money towards a house deposit."),
+     ("The user is saving for a car.", "The user has paid a house deposit.")),
 ]  # fmt: skip
 
-MIN_RECALL = 0.95
 THRESHOLDS = [round(0.50 + 0.025 * i, 3) for i in range(19)]  # 0.50 .. 0.95
+NEVER = suppression.NEVER
+A, N, T = Difference.ANCHORS, Difference.NAMES, Difference.THINGS
+# The rules tried, strictest last: which kinds of fact-carrying word must not differ
+# (NEVER), and for a changed thing, the similarity that still suppresses.
+GUARDS: dict[str, suppression.Guard] = {
+    "none": {},
+    "anchors": {A: NEVER},
+    "anchors+names": {A: NEVER, N: NEVER},
+    **{f"anchors+names, things>={t:.3f}": {A: NEVER, N: NEVER, T: t}
+       for t in (0.85, 0.875, 0.9, 0.925, 0.95)},
+    "anchors+names+things": {A: NEVER, N: NEVER, T: NEVER},
+}  # fmt: skip
+HALVES = ("tune", "held-out")
+
+
+@dataclass(frozen=True)
+class Labelled:
+    case: int
+    text: str
+    must: bool  # must be suppressed
+    vector: list[float]
+
+    @property
+    def half(self) -> str:
+        return HALVES[self.case % 2]
+
+
+@dataclass(frozen=True)
+class Score:
+    tp: int
+    fp: int
+    fn: int
+
+    @property
+    def precision(self) -> float:
+        return self.tp / (self.tp + self.fp) if self.tp + self.fp else 1.0
+
+    @property
+    def recall(self) -> float:
+        return self.tp / (self.tp + self.fn) if self.tp + self.fn else 1.0
+
+    @property
+    def f1(self) -> float:
+        p, r = self.precision, self.recall
+        return 2 * p * r / (p + r) if p + r else 0.0
+
+    def __str__(self) -> str:
+        return f"P {self.precision:.3f} R {self.recall:.3f} (fp {self.fp:>2} fn {self.fn:>2})"
+
+
+def score(
+    labelled: list[Labelled],
+    rules: list[suppression.Suppression],
+    threshold: float,
+    guard: suppression.Guard,
+    half: str,
+) -> Score:
+    tp = fp = fn = 0
+    for item in labelled:
+        if item.half != half:
+            continue
+        hit = suppression.match(item.text, item.vector, [rules[item.case]], threshold, guard)
+        tp += bool(hit) and item.must
+        fp += bool(hit) and not item.must
+        fn += item.must and not hit
+    return Score(tp, fp, fn)
 
 
 def main() -> None:
@@ -174,52 +292,54 @@ def main() -> None:
         for i, (text, vector) in enumerate(zip(forgotten, embedder.embed_batch(forgotten),
                                                strict=True))
     ]  # fmt: skip
-    labelled: list[tuple[int, str, bool]] = []  # (case, statement, must be suppressed)
-    for i, (_, paraphrases, near) in enumerate(CASES):
-        labelled += [(i, text, True) for text in paraphrases]
-        labelled += [(i, text, False) for text in near]
-    vectors = embedder.embed_batch([text for _, text, _ in labelled])
-    own = [
-        suppression.cosine(vector, rules[i].embedding or [])
-        for (i, _, _), vector in zip(labelled, vectors, strict=True)
+    statements = [
+        (i, text, must)
+        for i, (_, paraphrases, near) in enumerate(CASES)
+        for texts, must in ((paraphrases, True), (near, False))
+        for text in texts
+    ]
+    vectors = embedder.embed_batch([text for _, text, _ in statements])
+    labelled = [
+        Labelled(i, text, must, vector)
+        for (i, text, must), vector in zip(statements, vectors, strict=True)
     ]
     cross = max(
-        suppression.cosine(vector, rule.embedding or [])
-        for (i, _, _), vector in zip(labelled, vectors, strict=True)
+        suppression.cosine(item.vector, rule.embedding or [])
+        for item in labelled
         for rule in rules
-        if rule.memory_id != f"chk_{i:02d}"
+        if rule.memory_id != f"chk_{item.case:02d}"
     )
-    print(f"embedder {embedder.model_name}: {len(CASES)} forgotten facts, "
-          f"{sum(1 for *_, s in labelled if s)} paraphrases, "
-          f"{sum(1 for *_, s in labelled if not s)} near-but-different "
+    print(f"embedder {embedder.model_name}: {len(CASES)} forgotten facts "
+          f"({(len(CASES) + 1) // 2} tune, {len(CASES) // 2} held-out), "
+          f"{sum(item.must for item in labelled)} paraphrases, "
+          f"{sum(not item.must for item in labelled)} near-but-different "
           f"({time.perf_counter() - started:.1f} s)")  # fmt: skip
     print(f"highest similarity to ANOTHER forgotten fact: {cross:.3f}")
-    print(f"{'threshold':>9} {'precision':>9} {'recall':>6} {'tp':>3} {'fp':>3} {'fn':>3}")
-    chosen: tuple[float, float] | None = None
-    for threshold in THRESHOLDS:
-        tp = fp = fn = 0
-        for (_, _, must), score in zip(labelled, own, strict=True):
-            hit = score >= threshold
-            tp += hit and must
-            fp += hit and not must
-            fn += must and not hit
-        precision = tp / (tp + fp) if tp + fp else 1.0
-        recall = tp / (tp + fn) if tp + fn else 1.0
-        print(f"{threshold:>9.3f} {precision:>9.3f} {recall:>6.3f} {tp:>3} {fp:>3} {fn:>3}")
-        if recall >= MIN_RECALL:
-            chosen = (threshold, precision)
-    worst_near = max(s for (*_, must), s in zip(labelled, own, strict=True) if not must)
-    print(f"highest near-but-different similarity: {worst_near:.3f}")
-    if chosen is not None:
-        print(f"chosen bound: {chosen[0]:.3f} (recall >= {MIN_RECALL}, precision {chosen[1]:.3f}); "
-              f"in the code: {suppression.SUPPRESSION_SIMILARITY:.3f}")  # fmt: skip
-    for (i, text, must), score in sorted(zip(labelled, own, strict=True), key=lambda x: -x[1]):
-        if not must and score >= suppression.SUPPRESSION_SIMILARITY:
-            print(
-                f"  suppressed wrongly at the code's bound: {score:.3f} {text!r} ~ {CASES[i][0]!r}"
-            )
-        if must and score < suppression.SUPPRESSION_SIMILARITY:
-            print(f"  missed at the code's bound: {score:.3f} {text!r} ~ {CASES[i][0]!r}")
+    print(f"{'guard':<32} {'threshold':>9}  {'tune':<28} {'held-out':<28}")
+    best: tuple[float, int, float] | None = None
+    chosen: tuple[str, float] | None = None
+    for strictness, (name, guard) in enumerate(GUARDS.items()):
+        for threshold in THRESHOLDS:
+            tune, held = (score(labelled, rules, threshold, guard, half) for half in HALVES)
+            print(f"{name:<32} {threshold:>9.3f}  {tune!s:<28} {held!s:<28}")
+            rank = (round(tune.f1, 6), strictness, threshold)
+            if best is None or rank > best:
+                best, chosen = rank, (name, threshold)
+    assert chosen is not None
+    name, threshold = chosen
+    print(f"chosen on the tune half (highest F1): guard {name}, threshold {threshold:.3f}")
+    for half in HALVES:
+        print(f"  {half:<8} {score(labelled, rules, threshold, GUARDS[name], half)}")
+    in_code = [n for n, g in GUARDS.items() if g == suppression.SUPPRESSION_GUARD]
+    print(f"in the code: guard {in_code[0] if in_code else sorted(suppression.SUPPRESSION_GUARD)}, "
+          f"threshold {suppression.SUPPRESSION_SIMILARITY:.3f}")  # fmt: skip
+    for item in labelled:
+        hit = suppression.match(item.text, item.vector, [rules[item.case]])
+        if bool(hit) != item.must:
+            how = "suppressed wrongly" if hit else "missed"
+            similarity = suppression.cosine(item.vector, rules[item.case].embedding or [])
+            print(f"  {how} by the code's rule ({item.half}): {similarity:.3f} "
+                  f"{item.text!r} ~ {CASES[item.case][0]!r}")  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from jennah.domain import rules
+from jennah.domain import rules, suppression
 from jennah.domain.models import ScopeRef, Status
 from jennah.domain.suppression import GROUP_CHANGED, suppression_id
 from jennah.errors import FailedPrecondition, InvalidArgument, NotFound
@@ -116,6 +116,25 @@ def test_forget_then_form_a_paraphrase_is_rejected(store: MemoryStore, scope: Sc
     after = written_rows(store, scope)
     assert after["memory_records"] == before["memory_records"] + 1  # chess only
     assert store.get_chunks(scope, [rules.chunk_id(PARAPHRASE, None)]) == []
+
+
+def test_forget_then_form_a_near_fact_with_another_day_or_person_forms_it(
+    store: MemoryStore, scope: ScopeRef
+) -> None:
+    """Close in embedding but another weekday, another person: different facts, formed
+    (the guard of domain.distinguishing; without it both score above the bound)."""
+    (chess,) = _formed(store, scope, CHESS)
+    forgetting.forget(_ctx(store, scope), chess)
+    other_day = "The user plays chess on Mondays."
+    other_person = "The user's brother plays chess on Sundays."
+    rule = store.list_suppressions(scope, None, 10)[0]
+    for text in (other_day, other_person):
+        assert suppression.cosine(EMBEDDER.embed(text), rule.embedding or []) >= (
+            suppression.SUPPRESSION_SIMILARITY
+        )
+
+    assert _form(store, scope, other_day, other_person) == ["NEW", "NEW"]
+    assert len(store.get_chunks(scope, [rules.chunk_id(other_day, None)])) == 1
 
 
 def test_deleting_the_suppression_lets_the_fact_form_again(

@@ -2,7 +2,8 @@
 is written, each undecided fact is held against the scope's suppression rules.
 
 A fact matching a rule (`domain.suppression.match`: the same words as the forgotten
-claim, or a paraphrase whose embedding is at least SUPPRESSION_SIMILARITY from it) is
+claim, or a paraphrase: an embedding at least SUPPRESSION_SIMILARITY from it and no
+number, date, person or name changed, `domain.distinguishing`) is
 REJECTED with a reason naming the rule and the forgotten claim; planning writes nothing
 for a rejected candidate (no claim, no evidence line, no reinforcement). Relationships
 are not claims and are not checked. A scope without rules costs one read and no embedding.
