@@ -10,12 +10,13 @@ from datetime import UTC, datetime
 
 import pytest
 
-from jennah.domain import rules, suppression
+from jennah.domain import okf, rules, suppression
 from jennah.domain.models import ScopeRef, Status
 from jennah.domain.suppression import GROUP_CHANGED, suppression_id
-from jennah.errors import FailedPrecondition, InvalidArgument, NotFound
+from jennah.errors import FailedPrecondition, InvalidArgument, InvalidFields, NotFound
 from jennah.ports.store import MemoryStore
 from jennah.services import forgetting, paging
+from jennah.services import okf as okf_service
 from tests.contract.conftest import EMBEDDER, new_scope, row_counts
 from tests.contract.formation_support import (
     decisions,
@@ -233,3 +234,69 @@ def test_suppressions_list_page_by_page(store: MemoryStore, scope: ScopeRef) -> 
     listed = [rule.memory_id for rule in first.items + second.items]
     assert sorted(listed) == sorted(ids) and second.next_page_token is None
     assert all(rule.embedding is None for rule in first.items)
+
+
+# -- OKF export / import carries the suppression rules ---------------------------------
+
+
+def test_a_forgotten_fact_stays_forgotten_after_export_and_import(
+    store: MemoryStore, scope: ScopeRef
+) -> None:
+    (peanuts,) = _formed(store, scope, PEANUTS)
+    rule = forgetting.forget(_ctx(store, scope), peanuts).suppression
+    files = okf_service.export_files(store, scope)
+    assert okf.SUPPRESSIONS_FILE in files
+
+    copy = new_scope(scope.enterprise_id)
+    result = okf_service.import_files(files, copy, store, EMBEDDER)
+    assert result.suppressions == 1
+    (imported,) = store.list_suppressions(copy, None, 10)
+    assert (imported.id, imported.memory_id, imported.text) == (rule.id, peanuts, PEANUTS)
+    assert imported.embedding is not None  # recomputed: the paraphrase check works
+    assert okf_service.export_files(store, copy) == files  # createdAt kept: same bytes
+
+    before = written_rows(store, copy)
+    model = scripted(extraction(fact(PEANUTS, [0]), fact(PARAPHRASE, [0])))
+    receipt = run(store, copy, [user(f"{PEANUTS} {PARAPHRASE}")], model, received=LATER)
+    assert [c.decision.value for c in receipt.candidates] == ["MEMORY_DECISION_REJECTED"] * 2
+    assert all(f"suppressed by {rule.id}" in (c.rejection_reason or "") for c in receipt.candidates)
+    assert written_rows(store, copy) == before
+
+
+def test_a_bad_suppression_line_names_file_line_and_field_and_writes_nothing(
+    store: MemoryStore, scope: ScopeRef
+) -> None:
+    (peanuts,) = _formed(store, scope, PEANUTS)
+    forgetting.forget(_ctx(store, scope), peanuts)
+    files = okf_service.export_files(store, scope)
+    good = files[okf.SUPPRESSIONS_FILE].decode()
+    files[okf.SUPPRESSIONS_FILE] = (
+        good
+        + '{"id":"sup_x","memoryId":"has space","text":""}\n'
+        + '{"id":"sup_y","memoryId":"chk_y","text":"t","createdAt":"soon"}\n'
+        + good
+    ).encode()
+    copy = new_scope(scope.enterprise_id)
+    with pytest.raises(InvalidFields) as refused:
+        okf_service.import_files(files, copy, store, EMBEDDER)
+    assert [field for field, _ in refused.value.violations] == [
+        "suppressions.jsonl: line 2: memoryId",
+        "suppressions.jsonl: line 2: text",
+        "suppressions.jsonl: line 3: createdAt",
+        "suppressions.jsonl: line 4: id",  # the first line's rule again
+    ]
+    assert store.list_suppressions(copy, None, 10) == []
+    assert store.list_claims(copy, None, None, 10) == []
+
+
+def test_an_import_into_a_scope_holding_only_suppressions_is_refused(
+    store: MemoryStore, scope: ScopeRef
+) -> None:
+    (peanuts,) = _formed(store, scope, PEANUTS)
+    forgetting.forget(_ctx(store, scope), peanuts)
+    files = {okf.SUPPRESSIONS_FILE: okf_service.export_files(store, scope)[okf.SUPPRESSIONS_FILE]}
+    copy = new_scope(scope.enterprise_id)
+    okf_service.import_files(files, copy, store, EMBEDDER)
+    with pytest.raises(FailedPrecondition) as refused:
+        okf_service.import_files(files, copy, store, EMBEDDER)
+    assert refused.value.reason == okf_service.SCOPE_NOT_EMPTY

@@ -243,7 +243,7 @@ class FakeStore:
                     metadata={"suppressionId": rule.id},
                 )
             staged.suppressions[(scope, rule.id)] = rule.model_copy(
-                deep=True, update={"created_at": stamp}
+                deep=True, update={"created_at": rule.created_at or stamp}
             )
 
     def list_suppressions(

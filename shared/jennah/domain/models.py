@@ -283,7 +283,8 @@ class CommitPlan(BaseModel):
     chunk's status to superseded and increments its revision.
 
     `suppressions` are inserted (a forget writes its retraction and its suppression
-    together; an id already stored fails the plan with AlreadyExists);
+    together; an id already stored fails the plan with AlreadyExists), stamped with the
+    commit time unless they carry their created_at (an import's);
     `suppressions_removed` names suppressions deleted (one not stored fails the plan
     with NotFound).
     """

@@ -20,7 +20,8 @@
 - `list_suppressions` (a page, AIP-158, by id) and `delete_suppression` (the person
   "says otherwise": the fact may be formed again; the retracted claim stays retracted).
 
-Suppression rules travel in OKF export/import is NOT done yet: see the report of issue 17.
+Suppression rules travel in OKF export/import (services/okf.py, `suppressions.jsonl`): a
+forgotten fact stays forgotten in the imported scope.
 """
 
 from __future__ import annotations

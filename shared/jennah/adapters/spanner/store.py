@@ -889,7 +889,8 @@ class _PlanWriter:
                 "id": rule.id, "memory_id": rule.memory_id, "about": rule.about,
                 "summary": rule.summary, "text": rule.text,
                 "embedding": None if rule.embedding is None else _vector(rule.embedding),
-                "created_at": COMMIT_TIMESTAMP, "created_by": rule.created_by,
+                "created_at": rule.created_at or COMMIT_TIMESTAMP,  # given: an import's
+                "created_by": rule.created_by,
             }  # fmt: skip
             self._put(txn, "suppressions", False, values)
 

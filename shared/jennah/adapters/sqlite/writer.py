@@ -386,7 +386,8 @@ _INSERT_SUPPRESSION = """
 INSERT INTO suppressions (enterprise_id, scope_id, id, memory_id, about, summary, text,
                           embedding, created_at, created_by)
 VALUES (:enterprise_id, :scope_id, :id, :memory_id, :about, :summary, :text,
-        CASE WHEN :embedding IS NULL THEN NULL ELSE vec_f32(:embedding) END, :now, :created_by)
+        CASE WHEN :embedding IS NULL THEN NULL ELSE vec_f32(:embedding) END,
+        COALESCE(:created_at, :now), :created_by)
 ON CONFLICT (enterprise_id, scope_id, id) DO NOTHING
 """
 
@@ -416,6 +417,7 @@ def _write_suppressions(conn: Connection, plan: CommitPlan, commit_us: int) -> N
                 "summary": rule.summary,
                 "text": rule.text,
                 "embedding": codec.embedding_blob(rule.embedding, f"suppressions[{rule.id}]"),
+                "created_at": codec.to_micros(rule.created_at),  # None: the commit time
                 "created_by": rule.created_by,
             },
         )
