@@ -23,11 +23,13 @@ Measured (MiniLM; 52 facts, 104 paraphrases, 104 near-but-different; 26 facts a 
 - cosine alone at 0.80 (the first bound): tune P 0.585 R 0.923, held-out P 0.623 R 0.923;
 - chosen: anchors+names at 0.725: tune P 0.754 R 1.000, held-out P 0.833 R 0.962.
 The word lists of `domain.distinguishing` were written looking at the first 40 cases;
-the last 12 were written after, as a blind check, and they changed the choice: on the
-first 40 alone "anchors+names+things" won (tune P 0.881 R 0.925, held-out P 0.943
-R 0.825), but on the 12 new facts the things guard lost most paraphrases that swap a
-noun ("pills" / "tablets", "grandfather fought" / "was a soldier"), so it is reported
-and not used. What the chosen rule still suppresses wrongly: a thing swapped ("peanuts"
+the last 12 were written after that draft and changed the choice: on the first 40 alone
+"anchors+names+things" won (tune P 0.881 R 0.925, held-out P 0.943 R 0.825), but on the
+12 new facts the things guard lost most paraphrases that swap a noun ("pills" /
+"tablets", "grandfather fought" / "was a soldier"), so it is reported and not used.
+After seeing the 12, ordinals and "once"/"twice" became number anchors and an opening
+capitalised word a name: no half is blind to the word lists; what the split keeps
+honest is the choice of rule and threshold. What the chosen rule still suppresses wrongly: a thing swapped ("peanuts"
 / "shellfish" at high cosine), a verb changing the fact ("lives" / "works" in Tokyo, "loves"
 / "hates"), a direction swapped with the same words ("owes their brother" / "brother
 owes them").
@@ -171,7 +173,7 @@ CASES: list[tuple[str, tuple[str, str], tuple[str, str]]] = [
     ("The user moved to Canada in 2019.",
      ("In 2019 the user relocated to Canada.", "The user has lived in Canada since moving there in 2019."),
      ("The user moved to Australia in 2019.", "The user moved to Canada in 2012.")),
-    # Written after the rule was frozen on the first 40 (a blind check of the word lists).
+    # Written after the first draft of the word lists (see the docstring).
     ("The user's phone number is 555-0142.",
      ("The user can be reached on 555-0142.", "Call the user at 555-0142."),
      ("The user's office number is 555-0142.", "The user's phone number is 555-0199.")),
