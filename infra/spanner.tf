@@ -19,6 +19,7 @@ module "spanner_ddl" {
     "${path.module}/../shared/jennah/adapters/spanner/text_ngrams.sql",
     "${path.module}/../shared/jennah/adapters/spanner/claims.sql",
     "${path.module}/../shared/jennah/adapters/spanner/card.sql",
+    "${path.module}/../shared/jennah/adapters/spanner/suppressions.sql",
   ]
 }
 

@@ -1,5 +1,6 @@
 """Cloud Function `commit`: POST /v1/{agents,scopes}/{id}/memory:commit, :import and
-:dream, and POST /v1/{agents,scopes}/{id}/memories/{memoryId}:edit."""
+:dream, POST …/memories/{memoryId}:edit, POST …/memories/{memoryId}:forget and
+…/memories:forgetGroup, and DELETE …/suppressions/{suppressionId}."""
 
 import flask
 import functions_framework
@@ -10,5 +11,12 @@ from jennah.api import routes
 
 @functions_framework.http
 def commit(request: flask.Request) -> flask.Response:
-    served = routes.COMMIT_ROUTES + routes.IMPORT_ROUTES + routes.DREAM_ROUTES + routes.EDIT_ROUTES
+    served = (
+        routes.COMMIT_ROUTES
+        + routes.IMPORT_ROUTES
+        + routes.DREAM_ROUTES
+        + routes.EDIT_ROUTES
+        + routes.FORGET_ROUTES
+        + tuple(r for r in routes.SUPPRESSION_ROUTES if r.method == "DELETE")
+    )
     return routes.serve(request, served, bootstrap.container())

@@ -3,7 +3,8 @@ GET /v1/agents/{id}/memory/steps/{stepId},
 GET /v1/{agents,scopes}/{id}/memories/{memoryId}/evidence,
 GET /v1/{agents,scopes}/{id}/memories/{memoryId}, POST /v1/{agents,scopes}/{id}/memory:readExcerpt,
 GET /v1/{agents,scopes}/{id}/memories (the memory card),
-GET /v1/{agents,scopes}/{id}/memory/brief and GET /v1/{agents,scopes}/{id}/memory:export."""
+GET /v1/{agents,scopes}/{id}/memory/brief GET /v1/{agents,scopes}/{id}/memory:export and
+GET /v1/{agents,scopes}/{id}/suppressions."""
 
 import flask
 import functions_framework
@@ -20,6 +21,7 @@ INSPECT_ROUTES = (
     + routes.MEMORY_CARD_ROUTES
     + routes.BRIEF_ROUTES
     + routes.EXPORT_ROUTES
+    + tuple(r for r in routes.SUPPRESSION_ROUTES if r.method == "GET")
 )
 
 

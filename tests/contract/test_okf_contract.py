@@ -29,6 +29,7 @@ from jennah.domain.models import (
     Strength,
 )
 from jennah.domain.retrieval import RetrievalMode
+from jennah.domain.suppression import Suppression
 from jennah.errors import FailedPrecondition, InvalidFields
 from jennah.ports.store import MemoryStore
 from jennah.services import okf as okf_service
@@ -266,7 +267,7 @@ def test_one_bad_file_writes_nothing(store: MemoryStore, scope: ScopeRef) -> Non
 
 def largest_import() -> dict[str, bytes]:
     """An export at every import bound: claims with every field, 3 evidence lines each,
-    and the most nodes and edges."""
+    the most nodes and edges, and a suppression rule for each claim."""
     scope = new_scope()
     files: dict[str, bytes] = {}
     lines_each = okf.MAX_IMPORT_EVIDENCE_LINES // okf.MAX_IMPORT_CLAIMS
@@ -295,6 +296,14 @@ def largest_import() -> dict[str, bytes]:
     ]  # fmt: skip
     files[okf.NODES_FILE] = okf.render_nodes(nodes)
     files[okf.EDGES_FILE] = okf.render_edges(edges)
+    files[okf.SUPPRESSIONS_FILE] = okf.render_suppressions(
+        [
+            Suppression(id=f"sup_{i:05d}", memory_id=f"clm_{i:05d}", about="topic",
+                        summary="a claim", text=f"Claim number {i}", created_at=FORMED,
+                        created_by="user:ana")
+            for i in range(okf.MAX_IMPORT_SUPPRESSIONS)
+        ]
+    )  # fmt: skip
     return files
 
 
@@ -304,6 +313,7 @@ def test_the_largest_import_is_one_transaction(store: MemoryStore, scope: ScopeR
     result = okf_service.import_files(files, scope, store, EMBEDDER)
     assert result.claims == okf.MAX_IMPORT_CLAIMS
     assert result.evidence_lines == okf.MAX_IMPORT_EVIDENCE_LINES
+    assert result.suppressions == okf.MAX_IMPORT_SUPPRESSIONS
     exported = okf_service.export_files(store, scope)
     del exported[okf.INDEX_FILE]
     assert exported == files

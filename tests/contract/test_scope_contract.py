@@ -26,6 +26,7 @@ from jennah.domain.models import (
     ScopeRef,
     Supersession,
 )
+from jennah.domain.suppression import Suppression
 from jennah.errors import InvalidArgument, NotFound
 from jennah.ports.store import MemoryStore
 from jennah.services.commands import ChunkInput, EdgeInput, NodeInput, SupersessionInput
@@ -249,6 +250,8 @@ def fill(store: MemoryStore, scope: ScopeRef, kind: str = "agent") -> None:
     )
     store.apply(formation_plan(scope))
     store.apply(claims_plan(scope))
+    rule = Suppression(id="sup_0123456789abcdef", memory_id="c-1", text="Ana likes coffee")
+    store.apply(CommitPlan(scope=scope, suppressions=[rule]))
 
 
 def observe(store: MemoryStore, scope: ScopeRef) -> dict[str, Any]:
@@ -270,6 +273,7 @@ def observe(store: MemoryStore, scope: ScopeRef) -> dict[str, Any]:
         "evidence": store.list_evidence(scope, [c.id for c in chunks]),
         "brief": store.get_brief(scope, BriefVariant.FULL),
         "change log": store.list_change_log(scope, 1000),
+        "suppressions": store.list_suppressions(scope, None, 1000),
     }
 
 
@@ -286,6 +290,7 @@ EMPTY: dict[str, Any] = {
     "evidence": [],
     "brief": None,
     "change log": [],
+    "suppressions": [],
 }
 
 

@@ -30,6 +30,7 @@ from jennah.domain.models import (
     StoredBrief,
     Supersession,
 )
+from jennah.domain.suppression import Suppression
 from jennah.errors import FailedPrecondition, InvalidArgument, NotFound
 from jennah.services.commands import ChunkInput, SupersessionInput
 from tests.contract.conftest import (
@@ -541,3 +542,26 @@ def test_a_scope_over_the_claim_cache_budget_is_listed_from_the_table(tmp_path: 
     assert [r.id for r in store.list_claims(scope, None, None, 10)] == ids
     assert [r.id for r in store.list_claims(scope, None, ids[0], 1)] == ids[1:2]
     store.close()
+
+
+def test_a_version_5_file_gets_the_suppressions_table(tmp_path: Path) -> None:
+    path = tmp_path / "memory.db"
+    store = SqliteStore(path)
+    scope = new_scope()
+    commit_items(store, scope, chunks=[ChunkInput(text="Ana is allergic to peanuts")])
+    store.close()
+    conn = open_connection(path)  # back to version 5: no suppression rules
+    conn.execute("DROP TABLE suppressions")
+    conn.execute("PRAGMA user_version = 5")
+    conn.close()
+
+    store = SqliteStore(path)
+    assert store.list_suppressions(scope, None, 10) == []
+    rule = Suppression(id="sup_0123456789abcdef", memory_id="c-1", text="Ana is allergic")
+    store.apply(CommitPlan(scope=scope, suppressions=[rule]))
+    assert [r.id for r in store.list_suppressions(scope, None, 10)] == [rule.id]
+    assert len(store.list_claims(scope, None, None, 10)) == 1
+    store.close()
+    conn = open_connection(path)
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == schema.SCHEMA_VERSION == 6
+    conn.close()

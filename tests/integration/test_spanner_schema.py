@@ -33,6 +33,7 @@ from jennah.domain.models import (
     ScopeRecord,
     StoredBrief,
 )
+from jennah.domain.suppression import Suppression
 from tests.support.spanner_emulator import create_database, session_emulator, start_emulator
 
 pytestmark = pytest.mark.spanner
@@ -48,6 +49,7 @@ SCOPED_TABLES = {
     "scopes",
     "briefs",
     "change_log",
+    "suppressions",
 }
 # Usage and billing: keyed by enterprise alone, so they outlive destroyed scopes.
 ENTERPRISE_TABLES = {
@@ -146,8 +148,10 @@ def test_evidence_is_interleaved_in_memory_records_and_erased_with_them(
     assert rows == [["memory_records", "CASCADE"]]
 
 
-# Domain field -> column, where the name differs.
+# Domain field -> column, where the name differs (a suppression's memory_id is its own
+# column: the forgotten claim's id).
 RENAMED = {"scope": ["enterprise_id", "scope_id"], "memory_id": ["id"]}
+KEPT = {"suppressions": {"memory_id"}}
 
 
 @pytest.mark.parametrize(
@@ -163,6 +167,7 @@ RENAMED = {"scope": ["enterprise_id", "scope_id"], "memory_id": ["id"]}
         ("scopes", ScopeRecord),
         ("briefs", StoredBrief),
         ("change_log", ChangeLogEntry),
+        ("suppressions", Suppression),
         ("usage_records", UsageRecord),
         ("billing_settings", EnterpriseBilling),
     ],
@@ -175,7 +180,8 @@ def test_every_domain_field_has_a_column(fresh_database: Any, table: str, model:
     )
     columns = {row[0] for row in rows}
     for name in model.model_fields:
-        for column in RENAMED.get(name, [name]):
+        kept = name in KEPT.get(table, set())
+        for column in [name] if kept else RENAMED.get(name, [name]):
             assert column in columns, f"{model.__name__}.{name} has no column in {table}"
 
 
@@ -282,5 +288,51 @@ def test_the_claims_ddl_upgrades_a_database_created_before_it(
         registration = store.get_scope(scope)
         assert registration is not None and registration.time_zone == "UTC"
         assert store.get_brief(scope, BriefVariant.FULL) is None
+    finally:
+        database.drop()
+
+
+def test_the_suppressions_ddl_upgrades_a_database_created_before_it(
+    schema_change_emulator: str,
+) -> None:
+    """A database deployed before suppressions.sql (a claim stored) takes it in place:
+    it has no rules, and a rule is then written and read with the claim's scope."""
+    from google.cloud.spanner_v1 import COMMIT_TIMESTAMP
+
+    from jennah.adapters.spanner.store import SpannerStore
+    from jennah.domain.models import CommitPlan, ScopeRef
+    from jennah.errors import InvalidArgument
+    from tests.support.spanner_emulator import ADMIN_SECONDS, emulator_instance
+
+    index = schema.APPENDED_FILES.index("suppressions.sql")
+    before = split_statements(Path(schema.__file__).with_name(schema.SCHEMA_FILE).read_text())
+    for name in schema.APPENDED_FILES[:index]:
+        before += split_statements(Path(schema.__file__).with_name(name).read_text())
+    instance = emulator_instance(schema_change_emulator)
+    database = instance.database(f"upgrade-{uuid.uuid4().hex[:12]}", ddl_statements=before)
+    database.create().result(ADMIN_SECONDS)
+    try:
+        scope = ScopeRef(enterprise_id="e", scope_id="s")
+        with database.batch() as batch:
+            batch.insert(
+                "scopes",
+                ["enterprise_id", "scope_id", "kind", "created_at", "created_by", "time_zone"],
+                [["e", "s", "agent", COMMIT_TIMESTAMP, "", "UTC"]],
+            )
+        store = SpannerStore(database)
+        with pytest.raises(InvalidArgument, match="Table not found: suppressions"):
+            store.list_suppressions(scope, None, 10)  # the table is not there yet
+
+        ddl = Path(schema.__file__).with_name("suppressions.sql").read_text()
+        database.update_ddl(split_statements(ddl)).result(ADMIN_SECONDS)
+
+        assert store.list_suppressions(scope, None, 10) == []
+        vector = [0.5] * EMBEDDING_DIMENSIONS
+        rule = Suppression(id="sup_1", memory_id="chk_1", text="Ana is allergic to peanuts.",
+                           embedding=vector, created_by="user:ana")  # fmt: skip
+        store.apply(CommitPlan(scope=scope, suppressions=[rule]))
+        (stored,) = store.list_suppressions(scope, None, 10)
+        assert (stored.id, stored.memory_id, stored.text) == ("sup_1", "chk_1", rule.text)
+        assert stored.created_at is not None and stored.embedding is not None
     finally:
         database.drop()

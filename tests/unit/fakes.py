@@ -81,6 +81,7 @@ from jennah.domain.operations import (
     check_outcome,
     stranded,
 )
+from jennah.domain.suppression import Suppression
 from jennah.domain.vocabulary import Declaration, Vocabulary
 from jennah.errors import Aborted, AlreadyExists, JennahError, NotFound, Unauthenticated
 from jennah.ports.cursors import CursorStore
@@ -124,12 +125,13 @@ class _Tables:
     evidence: dict[tuple[ScopeRef, str], Evidence] = field(default_factory=dict)  # (scope, id|ref)
     briefs: dict[tuple[ScopeRef, str], StoredBrief] = field(default_factory=dict)
     change_log: dict[tuple[ScopeRef, str], ChangeLogEntry] = field(default_factory=dict)
+    suppressions: dict[tuple[ScopeRef, str], Suppression] = field(default_factory=dict)
 
     def scoped(self) -> list[dict[Any, Any]]:
         """The tables whose keys start with the scope."""
         return [
             self.chunks, self.nodes, self.edges, self.steps, self.keys,
-            self.evidence, self.briefs, self.change_log,
+            self.evidence, self.briefs, self.change_log, self.suppressions,
         ]  # fmt: skip
 
 
@@ -169,6 +171,7 @@ class FakeStore:
             edge_closed = self._supersede(staged.edges, plan.scope, plan.edge_supersessions)
             updated = self._update_claims(staged, plan, stamp)
             self._write_claim_rows(staged, plan, stamp)
+            self._write_suppressions(staged, plan, stamp)
             if record is not None:
                 committed = record.model_copy(update={"committed_at": stamp})
                 staged.keys[(plan.scope, record.formation_key)] = committed
@@ -224,6 +227,34 @@ class FakeStore:
             logged = entry.model_copy(update={"recorded_at": entry.recorded_at or stamp})
             key = f"{logged.recorded_at.isoformat()}|{logged.memory_id}|{logged.change}"
             staged.change_log[(scope, key)] = logged
+
+    @staticmethod
+    def _write_suppressions(staged: _Tables, plan: CommitPlan, stamp: datetime) -> None:
+        scope = plan.scope
+        for suppression_id in plan.suppressions_removed:
+            if staged.suppressions.pop((scope, suppression_id), None) is None:
+                raise NotFound(
+                    f"suppression {suppression_id!r} was not found",
+                    metadata={"suppressionId": suppression_id},
+                )
+        for rule in plan.suppressions:
+            if (scope, rule.id) in staged.suppressions:
+                raise AlreadyExists(
+                    f"suppression {rule.id} exists already",
+                    metadata={"suppressionId": rule.id},
+                )
+            staged.suppressions[(scope, rule.id)] = rule.model_copy(
+                deep=True, update={"created_at": rule.created_at or stamp}
+            )
+
+    def list_suppressions(
+        self, scope: ScopeRef, after: str | None, limit: int
+    ) -> list[Suppression]:
+        rules_ = sorted(
+            (r for (s, _), r in self._tables.suppressions.items() if s == scope),
+            key=lambda r: r.id,
+        )
+        return [r.model_copy(deep=True) for r in rules_ if after is None or r.id > after][:limit]
 
     def _commit_timestamp(self) -> datetime:
         stamp = max(datetime.now(UTC), self._last_commit + timedelta(microseconds=1))

@@ -56,6 +56,7 @@ from jennah.domain.access import (
     User,
 )
 from jennah.domain.formation import Turn, TurnRole, render
+from jennah.domain.suppression import suppression_id
 from jennah.services.access import api_key_token, hash_secret, user_token
 from tests.unit.fakes import FakeIdentityStore, FakeVocabularyStore, make_container
 from tests.unit.test_api_form_fakes import FormingFakeStore
@@ -123,6 +124,9 @@ EXCERPT = {"ref": f"conv://bot.a/{STEP_ID}#turn=0-0"}
 
 # the world's seeded chunk, a claim of both scopes (its id derives from its text)
 CLAIM = rules.chunk_id("alpha fact", None)
+# a second seeded claim of both scopes, forgotten by the world: its suppression rule
+FORGOTTEN = rules.chunk_id("forgotten fact", None)
+RULE = suppression_id(FORGOTTEN)
 
 # a person's correction of the seeded claim (edit = supersede)
 EDIT = {"text": "matrix edit", "summary": "matrix edit"}
@@ -154,6 +158,16 @@ REQUESTS: dict[str, tuple[str, str, dict[str, Any] | bytes | None]] = {
     "scopes.memories.list": ("GET", f"{S}/memories?pageSize=1", None),
     "agents.memories.edit": ("POST", f"{A}/memories/{CLAIM}:edit", EDIT),
     "scopes.memories.edit": ("POST", f"{S}/memories/{CLAIM}:edit", EDIT),
+    "agents.memories.forget": ("POST", f"{A}/memories/{CLAIM}:forget", None),
+    "scopes.memories.forget": ("POST", f"{S}/memories/{CLAIM}:forget", None),
+    "agents.memories.forgetGroup": ("POST", f"{A}/memories:forgetGroup",
+                                    {"type": "fact", "validateOnly": True}),
+    "scopes.memories.forgetGroup": ("POST", f"{S}/memories:forgetGroup",
+                                    {"type": "fact", "validateOnly": True}),
+    "agents.suppressions.list": ("GET", f"{A}/suppressions", None),
+    "scopes.suppressions.list": ("GET", f"{S}/suppressions", None),
+    "agents.suppressions.delete": ("DELETE", f"{A}/suppressions/{RULE}", None),
+    "scopes.suppressions.delete": ("DELETE", f"{S}/suppressions/{RULE}", None),
     "agents.memory.brief.get": ("GET", f"{A}/memory/brief", None),
     "scopes.memory.brief.get": ("GET", f"{S}/memory/brief", None),
     "agents.memory.export": ("GET", f"{A}/memory:export", None),
@@ -217,6 +231,15 @@ EXPECTED: dict[str, tuple[int, int, int, int | None, int]] = {
     # agent.memory:edit is never usable with an API key (MEMORY_CHANGE_WITH_API_KEY)
     "agents.memories.edit":  (200, 404, 404, 404, 403),
     "scopes.memories.edit":  (200, 404, 404, 404, 403),
+    # forgetting changes memory by hand: never with an API key (MEMORY_CHANGE_WITH_API_KEY)
+    "agents.memories.forget": (200, 404, 404, 404, 403),
+    "scopes.memories.forget": (200, 404, 404, 404, 403),
+    "agents.memories.forgetGroup": (200, 404, 404, 404, 403),
+    "scopes.memories.forgetGroup": (200, 404, 404, 404, 403),
+    "agents.suppressions.list": (200, 404, 404, 404, 200),
+    "scopes.suppressions.list": (200, 404, 404, 404, 200),
+    "agents.suppressions.delete": (200, 404, 404, 404, 403),
+    "scopes.suppressions.delete": (200, 404, 404, 404, 403),
     "agents.memory.brief.get": (200, 404, 404, 404, 200),
     "scopes.memory.brief.get": (200, 404, 404, 404, 200),
     "agents.memory.export":  (200, 404, 404, 404, 200),
@@ -259,7 +282,7 @@ OK = (200, 200, 200, 200, 200)  # for the world's own requests
 
 # what an outsider's answer must never name
 SECRETS = ("bot.a", "team.x", "kroot{tag}", "kmember{tag}", "krevoked{tag}", "kexpired{tag}",
-           "alpha fact", "Lisbon", STEP_ID, "Matrixperson")  # fmt: skip
+           "alpha fact", "Lisbon", STEP_ID, "Matrixperson", "forgotten fact", RULE)  # fmt: skip
 
 
 # the world every case runs in
@@ -372,14 +395,16 @@ def build_world(container: Container, snapshot: Snapshot, tag: str = "") -> Worl
     }  # fmt: skip
     world = World(create_app(container), tokens, snapshot, tag)
     seed = {
-        "chunks": [{"text": "alpha fact"}],
+        "chunks": [{"text": "alpha fact"}, {"text": "forgotten fact"}],
         "nodes": [{"nodeId": "n1", "label": "N1"}, {"nodeId": "n2"}],
         "edges": [{"source": "n1", "relation": "KNOWS", "target": "n2"}],
     }
     for method, path, body in (("POST", f"{A}/memory:commit", seed),
                                ("POST", f"{S}/memory:commit", seed),
                                ("POST", f"{A}/memory:form", SEED_FORMATION),
-                               ("PUT", V, SEED_VOCABULARY)):  # fmt: skip
+                               ("PUT", V, SEED_VOCABULARY),
+                               ("POST", f"{A}/memories/{FORGOTTEN}:forget", None),
+                               ("POST", f"{S}/memories/{FORGOTTEN}:forget", None)):  # fmt: skip
         answer = world.send(Row(method, path, body, *OK), f"Bearer {tokens['root']}")
         assert answer.status_code == 200, answer.get_data(as_text=True)
     operation = world.send(Row("POST", f"{A}/memory:form", SEED_ASYNC, *OK),
@@ -506,7 +531,8 @@ def test_matrix(tmp_path: Path, operation_id: str, case: str) -> None:
 READS = ("agents.memory.query", "agents.memory.inspect", "scopes.memory.query",
          "scopes.memory.inspect", "scopes.delete", "agents.memory.steps.get",
          "agents.memories.evidence.list", "scopes.memories.evidence.list",
-         "scopes.patch", "agents.memory.export", "scopes.memory.export")  # fmt: skip
+         "scopes.patch", "agents.memory.export", "scopes.memory.export",
+         "agents.suppressions.list", "scopes.suppressions.list")  # fmt: skip
 SCOPED = tuple(op for op in MATRIX if _route(op).scope is not None or _route(op).scope_in_request)
 
 

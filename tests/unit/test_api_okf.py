@@ -73,6 +73,7 @@ def test_export_answers_a_deterministic_tar_gz_that_imports_into_an_empty_scope(
     assert imported.get_json() == {
         "claimsImported": "2", "evidenceLinesImported": "0", "nodesImported": "2",
         "edgesImported": "1",
+        "suppressionsImported": "0",
     }  # fmt: skip
     assert export(api, "/v1/scopes/copy").data == first.data
     query = {"semantic": {"queryText": "where does Alice work"}}

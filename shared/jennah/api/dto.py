@@ -422,6 +422,7 @@ class ImportResponse(WireResponse):
     evidence_lines_imported: Int64 = 0
     nodes_imported: Int64 = 0
     edges_imported: Int64 = 0
+    suppressions_imported: Int64 = 0  # forgotten facts stay forgotten (suppressions.jsonl)
 
 
 # memory:query

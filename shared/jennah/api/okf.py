@@ -36,5 +36,6 @@ def import_(call: Call) -> Reply:
             evidence_lines_imported=result.evidence_lines,
             nodes_imported=result.nodes,
             edges_imported=result.edges,
+            suppressions_imported=result.suppressions,
         )
     )

@@ -31,6 +31,7 @@ from jennah.api import (
     brief,
     dto,
     edit,
+    forgetting,
     formation,
     handlers,
     logs,
@@ -338,6 +339,60 @@ EDIT_ROUTES = _claim_routes(
     request_model=dto.EditMemoryRequest,
     response_model=dto.EditMemoryResponse,
 )
+# Forget = retract + suppress (issue 17; the `commit` function serves them, and the
+# `inspect` function the list): agent.memory:forget (never with an API key) to change,
+# agent.memory:read to list; reach over the scope either way.
+_COLLECTIONS = (
+    ("agents", "agentInstanceId", "agent workspace", ScopeKind.AGENT),
+    ("scopes", "scopeId", "any scope", None),
+)
+FORGET_ROUTES: tuple[Route, ...] = tuple(
+    route
+    for collection, param, noun, kind in _COLLECTIONS
+    for route in (
+        Route(
+            "POST", f"/v1/{collection}/{{{param}}}/memories/{{memoryId}}:forget",
+            forgetting.forget, f"{collection}.memories.forget",
+            "Forget a claim for good: it becomes retracted (kept, out of every default read "
+            "and of the brief at once) and a suppression rule keeps formation from learning "
+            f"it back, in the same words or others ({noun})",
+            Permission.MEMORY_FORGET, scope=ScopeAccess(kind),
+            request_model=forgetting.ForgetRequest, body_required=False,
+            response_model=forgetting.ForgetResponse,
+        ),
+        Route(
+            "POST", f"/v1/{collection}/{{{param}}}/memories:forgetGroup",
+            forgetting.forget_group, f"{collection}.memories.forgetGroup",
+            "Forget a group of claims (appliesTo, about or type): validateOnly counts it; the "
+            "real call carries expectedCount and retracts and suppresses them all in one "
+            f"transaction ({noun})",
+            Permission.MEMORY_FORGET, scope=ScopeAccess(kind),
+            request_model=forgetting.ForgetGroupRequest,
+            response_model=forgetting.ForgetGroupResponse,
+        ),
+    )
+)  # fmt: skip
+SUPPRESSION_ROUTES: tuple[Route, ...] = tuple(
+    route
+    for collection, param, noun, kind in _COLLECTIONS
+    for route in (
+        Route(
+            "GET", f"/v1/{collection}/{{{param}}}/suppressions",
+            forgetting.list_suppressions, f"{collection}.suppressions.list",
+            f"List the scope's suppression rules, page by page ({noun})",
+            Permission.MEMORY_READ, scope=ScopeAccess(kind),
+            params_model=forgetting.ListSuppressionsParams,
+            response_model=forgetting.ListSuppressionsResponse,
+        ),
+        Route(
+            "DELETE", f"/v1/{collection}/{{{param}}}/suppressions/{{suppressionId}}",
+            forgetting.delete_suppression, f"{collection}.suppressions.delete",
+            "Remove a suppression rule (the person says otherwise): the fact may be formed "
+            f"again; the forgotten claim stays retracted ({noun})",
+            Permission.MEMORY_FORGET, scope=ScopeAccess(kind), response_model=dto.Empty,
+        ),
+    )
+)  # fmt: skip
 # The brief: a singleton resource under the scope's memory, like the steps collection.
 BRIEF_ROUTES: tuple[Route, ...] = tuple(
     Route(
@@ -552,6 +607,8 @@ ALL_ROUTES: tuple[Route, ...] = (
     + USAGE_ROUTES
     + OPERATION_ROUTES
     + ADMIN_ROUTES
+    + FORGET_ROUTES
+    + SUPPRESSION_ROUTES
 )
 
 

@@ -12,7 +12,18 @@ from typing import Any
 
 import click
 
-from jennah.cli import brief, edit, evidence, formation, lifecycle, okf, reading, render, search
+from jennah.cli import (
+    brief,
+    edit,
+    evidence,
+    forget,
+    formation,
+    lifecycle,
+    okf,
+    reading,
+    render,
+    search,
+)
 from jennah.cli.client import resource_path
 from jennah.cli.inputs import (
     FILTER_HELP,
@@ -59,6 +70,9 @@ def memory_group(collection: str, metavar: str, noun: str) -> click.Group:
     group.add_command(reading.excerpt_command(collection, metavar, noun))
     group.add_command(reading.list_command(collection, metavar, noun))
     group.add_command(edit.edit_command(collection, metavar, noun))
+    group.add_command(forget.forget_command(collection, metavar, noun))
+    group.add_command(forget.forget_group_command(collection, metavar, noun))
+    group.add_command(forget.suppressions_command(collection, metavar, noun))
     group.add_command(brief.brief_command(collection, metavar, noun))
     group.add_command(okf.export_command(collection, metavar, noun))
     group.add_command(okf.import_command(collection, metavar, noun))

@@ -20,7 +20,7 @@ from jennah.cli.options import ClientOptions, client_options, client_options_wit
 from jennah.cli.progress import Bar, waiting
 from jennah.domain import okf, okf_archive
 
-_OKF_PARTS = (okf.INDEX_FILE, okf.CLAIMS_DIR, okf.EVIDENCE_DIR, "graph")
+_OKF_PARTS = (okf.INDEX_FILE, okf.CLAIMS_DIR, okf.EVIDENCE_DIR, "graph", okf.SUPPRESSIONS_FILE)
 LEDGER_NAME = ".jnh-backfill.jsonl"
 CONVERSATION_SUFFIXES = (".json", ".yaml", ".yml")
 DECISIONS = ("new", "revised", "known", "rejected")
@@ -36,11 +36,13 @@ def export_command(collection: str, metavar: str, noun: str) -> click.Command:
         help=f"""Write all the memory of {noun} {metavar} into folder DIR as OKF files
         (GET /v1/{collection}/{{id}}/memory:export): index.md, claims/{{id}}.md (YAML
         front matter and the claim's text, every claim whatever its status),
-        evidence/{{id}}.jsonl, graph/nodes.jsonl and graph/edges.jsonl. The same
+        evidence/{{id}}.jsonl, graph/nodes.jsonl, graph/edges.jsonl and
+        suppressions.jsonl (the forgotten facts' rules, so they stay forgotten). The same
         memory always writes the same bytes, so two exports diff cleanly.
 
         DIR is created; when it already holds files, --overwrite replaces the
-        export's files (index.md, claims/, evidence/, graph/) and leaves any other
+        export's files (index.md, claims/, evidence/, graph/, suppressions.jsonl) and
+        leaves any other
         file (such as .git) alone.
 
         \b

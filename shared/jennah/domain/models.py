@@ -13,6 +13,8 @@ from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from jennah.domain.suppression import Suppression
+
 EMBEDDING_DIMENSIONS = 384
 
 
@@ -283,6 +285,12 @@ class CommitPlan(BaseModel):
     left as they are; `briefs` replace the stored brief of their variant;
     `change_log` lines are appended. A chunk supersession also sets the closed
     chunk's status to superseded and increments its revision.
+
+    `suppressions` are inserted (a forget writes its retraction and its suppression
+    together; an id already stored fails the plan with AlreadyExists), stamped with the
+    commit time unless they carry their created_at (an import's);
+    `suppressions_removed` names suppressions deleted (one not stored fails the plan
+    with NotFound).
     """
 
     scope: ScopeRef
@@ -299,6 +307,8 @@ class CommitPlan(BaseModel):
     links: list[MemoryLink] = Field(default_factory=list)
     steps: list[ExecutionLogStep] = Field(default_factory=list)
     formation_key: FormationKeyRecord | None = None
+    suppressions: list[Suppression] = Field(default_factory=list)
+    suppressions_removed: list[str] = Field(default_factory=list)
 
 
 class CommitResult(BaseModel):

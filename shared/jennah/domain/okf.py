@@ -7,6 +7,7 @@ One export is a folder of UTF-8 files (family-memory-design.md §3, "One memory,
     evidence/{memoryId}.jsonl its evidence ledger, one {"ref","quote","recordedAt"} a line
     graph/nodes.jsonl         the scope's entity nodes, one {"nodeId",...} a line
     graph/edges.jsonl         its edges (closed ones included), one {"edgeId",...} a line
+    suppressions.jsonl        its suppression rules (forgotten claims), one {"id",...} a line
 
 The front matter holds the design's snake_case keys in the design's order (`FRONT_MATTER_KEYS`),
 then the record state the design does not name but an exact restore needs, namespaced `jennah_`
@@ -49,6 +50,7 @@ from jennah.domain.models import (
     Status,
     Strength,
 )
+from jennah.domain.suppression import Suppression
 from jennah.errors import InvalidArgument
 
 INDEX_FILE = "index.md"
@@ -56,6 +58,8 @@ CLAIMS_DIR = "claims"
 EVIDENCE_DIR = "evidence"
 NODES_FILE = "graph/nodes.jsonl"
 EDGES_FILE = "graph/edges.jsonl"
+SUPPRESSIONS_FILE = "suppressions.jsonl"
+SUPPRESSION_KEYS = ("id", "memoryId", "about", "summary", "text", "createdAt", "createdBy")
 
 FRONT_MATTER_KEYS = (
     "id", "type", "about", "summary", "when_to_use", "applies_to", "strength", "pin",
@@ -203,6 +207,25 @@ def render_edges(edges: Sequence[GraphEdge]) -> bytes:
             }
         )
         for e in sorted(edges, key=lambda e: e.edge_id)
+    ).encode("utf-8")
+
+
+def render_suppressions(rules: Sequence[Suppression]) -> bytes:
+    """The scope's suppression rules by id, without their embeddings (an import embeds the
+    text again, as forgetting did)."""
+    return "".join(
+        _json_line(
+            {
+                "id": r.id,
+                "memoryId": r.memory_id,
+                "about": r.about,
+                "summary": r.summary,
+                "text": r.text,
+                "createdAt": _optional_timestamp(r.created_at),
+                "createdBy": r.created_by,
+            }
+        )
+        for r in sorted(rules, key=lambda r: r.id)
     ).encode("utf-8")
 
 
@@ -670,6 +693,34 @@ def parse_edges(path: str, content: bytes, problems: Problems) -> list[GraphEdge
     return edges
 
 
+def parse_suppressions(path: str, content: bytes, problems: Problems) -> list[Suppression]:
+    """Suppression rules: id and memoryId identifiers, text non-empty, each id once."""
+    found: dict[str, Suppression] = {}
+    for where, item in _json_lines(path, content, problems, SUPPRESSION_KEYS):
+        before = len(problems.found)
+        rule_id, memory_id, text = (item.get(key) for key in ("id", "memoryId", "text"))
+        _need_identifier(problems, where, "id", rule_id, required=True)
+        _need_identifier(problems, where, "memoryId", memory_id, required=True)
+        _need_string(problems, where, "text", text, required=True)
+        words = {key: item.get(key) or "" for key in ("about", "summary", "createdBy")}
+        for key, value in words.items():
+            _need_string(problems, where, key, value, required=False)
+        created = _line_instant(problems, where, "createdAt", item.get("createdAt"), required=False)
+        if len(problems.found) == before and rule_id in found:
+            problems.add(f"{where}: id", f"{rule_id!r} appears twice")
+        if len(problems.found) == before:
+            found[str(rule_id)] = Suppression(
+                id=rule_id,
+                memory_id=memory_id,
+                about=words["about"],
+                summary=words["summary"],
+                text=text,
+                created_at=created,
+                created_by=words["createdBy"],
+            )
+    return list(found.values())
+
+
 def _json_lines(
     path: str, content: bytes, problems: Problems, keys: Sequence[str]
 ) -> Iterable[tuple[str, dict[str, Any]]]:
@@ -759,7 +810,8 @@ def _check(problems: Problems, where: str, key: str, check: Callable[[], None]) 
 # An import is ONE transaction (all or nothing). Cloud Spanner takes at most 80,000
 # mutations in one commit, a mutation being one column of one row (secondary index
 # entries included): a claim row is about 40, an evidence line 6, a node 8, an edge 14,
-# so these bounds keep the largest import near 33,000, well inside the limit. The Spanner
+# a suppression rule 10, so these bounds keep the largest import near 38,000, well inside
+# the limit. The Spanner
 # adapter also gives a commit 30 s: the emulator on a busy 2-core machine took 19 s (and
 # once more than 30 s) to commit twice these bounds, hence the margin. A bigger scope is
 # refused whole with 400 IMPORT_TOO_LARGE naming the bound.
@@ -767,3 +819,4 @@ MAX_IMPORT_CLAIMS = 500
 MAX_IMPORT_EVIDENCE_LINES = 1_500
 MAX_IMPORT_NODES = 250
 MAX_IMPORT_EDGES = 250
+MAX_IMPORT_SUPPRESSIONS = 500  # a row of 10 columns each, at most one a claim

@@ -32,6 +32,7 @@ from jennah.domain.models import (
     Status,
     StoredBrief,
 )
+from jennah.domain.suppression import Suppression
 
 
 class MemoryStore(Protocol):
@@ -112,6 +113,13 @@ class MemoryStore(Protocol):
         """The evidence lines of the named claims, ordered by memory id, recorded_at, ref."""
         ...
 
+    def list_suppressions(
+        self, scope: ScopeRef, after: str | None, limit: int
+    ) -> list[Suppression]:
+        """The scope's suppression rules ordered by id, embeddings included: only ids
+        after `after` when given, at most `limit` (a page; formation reads them all)."""
+        ...
+
     def get_brief(self, scope: ScopeRef, variant: BriefVariant) -> StoredBrief | None:
         """The brief last compiled for the scope in that variant, or None."""
         ...
@@ -182,7 +190,8 @@ class MemoryStore(Protocol):
     def destroy_scope(self, scope: ScopeRef) -> int:
         """Erase the scope's registration and EVERY row of the scope, in one transaction:
         memory records, evidence, links, nodes, edges, execution-log steps, formation
-        keys. Nothing of any other scope. Returns the number of rows erased."""
+        keys, briefs, the change log and suppression rules. Nothing of any other scope.
+        Returns the number of rows erased."""
         ...
 
     def find_chunks_by_content(

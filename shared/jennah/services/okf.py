@@ -1,8 +1,10 @@
 """memory:export and memory:import: a scope's memory as OKF files and back (`jennah.domain.okf`).
 
 Export writes ALL claims, whatever their status or validity (history included), their
-evidence, and the scope's graph (every node and every edge, closed ones included), so a scope
-imported from an export answers the same semantic, word and graph queries as the original.
+evidence, the scope's graph (every node and every edge, closed ones included), so a scope
+imported from an export answers the same semantic, word and graph queries as the original,
+and its suppression rules (`suppressions.jsonl`: a forgotten fact must not come back after
+export -> import; their embeddings are recomputed from their text like the claims').
 Not exported: embeddings (an import recomputes them with the service's embedder, from the
 same text memory:commit and formation embed), execution-log steps (the conversations evidence
 refs point at), keyed-memory links, the stored brief and the change log (derived; the next
@@ -33,9 +35,11 @@ from jennah.domain.models import (
     ScopeRecord,
     ScopeRef,
 )
+from jennah.domain.suppression import Suppression
 from jennah.errors import FailedPrecondition, InvalidArgument, InvalidFields
 from jennah.ports.embedder import Embedder
 from jennah.ports.store import MemoryStore
+from jennah.services.formation.suppression import all_suppressions
 
 PAGE = 500  # claims, evidence ids and node ids read per store call
 EMBED_BATCH = 64
@@ -51,6 +55,7 @@ class ImportResult:
     evidence_lines: int
     nodes: int
     edges: int
+    suppressions: int = 0
 
 
 # export
@@ -71,6 +76,9 @@ def export_files(store: MemoryStore, scope: ScopeRef) -> dict[str, bytes]:
         files[okf.EDGES_FILE] = okf.render_edges(edges)
     line_count = sum(len(lines) for lines in evidence.values())
     files[okf.INDEX_FILE] = okf.render_index(claims, line_count, len(nodes), len(edges))
+    suppressions = all_suppressions(store, scope)
+    if suppressions:
+        files[okf.SUPPRESSIONS_FILE] = okf.render_suppressions(suppressions)
     return files
 
 
@@ -119,6 +127,7 @@ def import_files(
     _check_bounds(contents)
     _require_empty(store, scope)
     _embed(contents.claims, embedder)
+    _embed(contents.suppressions, embedder)
     store.apply(
         CommitPlan(
             scope=scope,
@@ -127,6 +136,7 @@ def import_files(
             nodes=contents.nodes,
             edges=contents.edges,
             evidence=contents.evidence,
+            suppressions=contents.suppressions,
         )
     )
     return ImportResult(
@@ -134,6 +144,7 @@ def import_files(
         evidence_lines=len(contents.evidence),
         nodes=len(contents.nodes),
         edges=len(contents.edges),
+        suppressions=len(contents.suppressions),
     )
 
 
@@ -143,11 +154,12 @@ class _Contents:
     evidence: list[Evidence]
     nodes: list[GraphNode]
     edges: list[GraphEdge]
+    suppressions: list[Suppression]
 
 
 def _read(files: Mapping[str, bytes], scope: ScopeRef) -> _Contents:
     problems = okf.Problems()
-    contents = _Contents([], [], [], [])
+    contents = _Contents([], [], [], [], [])
     ledgers: dict[str, str] = {}
     for path in sorted(files):
         _read_one(path, files[path], scope, problems, contents, ledgers)
@@ -190,11 +202,13 @@ def _read_one(
         contents.nodes = okf.parse_nodes(path, content, problems)
     elif path == okf.EDGES_FILE:
         contents.edges = okf.parse_edges(path, content, problems)
+    elif path == okf.SUPPRESSIONS_FILE:
+        contents.suppressions = okf.parse_suppressions(path, content, problems)
     else:
         problems.add(
             path,
             "is not a file of an OKF export (index.md, claims/{id}.md, evidence/{id}.jsonl, "
-            "graph/nodes.jsonl, graph/edges.jsonl)",
+            "graph/nodes.jsonl, graph/edges.jsonl, suppressions.jsonl)",
         )
 
 
@@ -216,6 +230,7 @@ def _check_bounds(contents: _Contents) -> None:
         ("evidence lines", len(contents.evidence), okf.MAX_IMPORT_EVIDENCE_LINES),
         ("graph nodes", len(contents.nodes), okf.MAX_IMPORT_NODES),
         ("graph edges", len(contents.edges), okf.MAX_IMPORT_EDGES),
+        ("suppression rules", len(contents.suppressions), okf.MAX_IMPORT_SUPPRESSIONS),
     ):
         if count > bound:
             raise InvalidArgument(
@@ -227,7 +242,11 @@ def _check_bounds(contents: _Contents) -> None:
 
 
 def _require_empty(store: MemoryStore, scope: ScopeRef) -> None:
-    if store.list_claims(scope, None, None, 1) or store.find_nodes(scope, [], 1):
+    if (
+        store.list_claims(scope, None, None, 1)
+        or store.find_nodes(scope, [], 1)
+        or store.list_suppressions(scope, None, 1)
+    ):
         raise FailedPrecondition(
             f"scope {scope.scope_id} already holds memory; import into an empty scope "
             "(create a new one, or destroy this one first)",
@@ -236,9 +255,9 @@ def _require_empty(store: MemoryStore, scope: ScopeRef) -> None:
         )
 
 
-def _embed(claims: Sequence[MemoryRecord], embedder: Embedder) -> None:
-    """The same text memory:commit and formation embed (the claim's body)."""
-    for start in range(0, len(claims), EMBED_BATCH):
-        batch = claims[start : start + EMBED_BATCH]
-        for claim, vector in zip(batch, embedder.embed_batch([c.text for c in batch]), strict=True):
-            claim.embedding = vector
+def _embed(items: Sequence[MemoryRecord | Suppression], embedder: Embedder) -> None:
+    """The same text memory:commit, formation and forgetting embed (the claim's body)."""
+    for start in range(0, len(items), EMBED_BATCH):
+        batch = items[start : start + EMBED_BATCH]
+        for item, vector in zip(batch, embedder.embed_batch([i.text for i in batch]), strict=True):
+            item.embedding = vector

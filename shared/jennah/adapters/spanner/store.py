@@ -67,6 +67,7 @@ from jennah.domain.models import (
     StoredBrief,
     Supersession,
 )
+from jennah.domain.suppression import Suppression
 
 RECORD_COLUMNS = (
     "id", "key", "revision", "content_hash", "text", "summary", "about", "when_to_use",
@@ -89,6 +90,9 @@ EVIDENCE_COLUMNS = ("id", "ref", "quote", "recorded_at")
 BRIEF_COLUMNS = ("variant", "text", "token_count", "expiries", "compiled_at")
 CHANGE_COLUMNS = ("id", "day", "change", "from_value", "to_value", "recorded_at")
 FORMATION_KEY_COLUMNS = ("formation_key", "fingerprint", "receipt_json", "committed_at")
+SUPPRESSION_COLUMNS = (
+    "id", "memory_id", "about", "summary", "text", "embedding", "created_at", "created_by",
+)  # fmt: skip
 
 # Every table keyed by (enterprise_id, scope_id), with the rest of its primary
 # key, in the order a destroy deletes them: children first, the registry last.
@@ -96,6 +100,7 @@ SCOPED_TABLES: dict[str, tuple[str, ...]] = {
     "evidence": ("id", "ref"),
     "briefs": ("variant",),
     "change_log": ("recorded_at", "id", "change"),
+    "suppressions": ("id",),
     "memory_links": ("source_id", "target_id"),
     "memory_records": ("id",),
     "graph_nodes": ("node_id",),
@@ -373,6 +378,31 @@ class SpannerStore:
         return [
             _from_row(ChangeLogEntry, ("memory_id", *CHANGE_COLUMNS[1:]), row)
             for row in self._execute(query, sql, "list change log")
+        ]
+
+    def list_suppressions(
+        self, scope: ScopeRef, after: str | None, limit: int
+    ) -> list[Suppression]:
+        """The scope's suppression rules by id, a page (embeddings included)."""
+        query = _Query.scoped(scope)
+        if after is not None:
+            query.where(f"id > {query.bind('after', after, param_types.STRING)}")
+        sql = (
+            f"SELECT {_select(SUPPRESSION_COLUMNS)} FROM suppressions WHERE {query.conditions()}"
+            f" ORDER BY id LIMIT {query.bind('limit', limit, param_types.INT64)}"
+        )
+        return [
+            Suppression(
+                id=row[0],
+                memory_id=row[1],
+                about=row[2],
+                summary=row[3],
+                text=row[4],
+                embedding=None if row[5] is None else [float(x) for x in row[5]],
+                created_at=utc(row[6]),
+                created_by=row[7],
+            )
+            for row in self._execute(query, sql, "list suppressions")
         ]
 
     # chunks
@@ -675,6 +705,7 @@ class _PlanWriter:
         self._write_links(txn)
         self._write_steps(txn)
         self._write_formation_key(txn)
+        self._write_suppressions(txn)
         if _writes_nothing(plan):
             # A transaction begins with its first read or at commit with its first
             # mutation; with neither, the client refuses to commit it.
@@ -868,6 +899,37 @@ class _PlanWriter:
         }
         self._put(txn, "formation_keys", False, values)
 
+    def _write_suppressions(self, txn: Any) -> None:
+        """Delete the removed suppression rules (NotFound for one not stored), then insert
+        the new ones (AlreadyExists for an id stored already)."""
+        plan = self._plan
+        named = sorted(set(plan.suppressions_removed) | {rule.id for rule in plan.suppressions})
+        stored = {row[0] for row in self._read(txn, "suppressions", ("id",), [(i,) for i in named])}
+        for suppression_id in plan.suppressions_removed:
+            if suppression_id not in stored:
+                raise errors.NotFound(
+                    f"suppression {suppression_id!r} was not found in scope "
+                    f"{self._scope.scope_id!r}",
+                    metadata={"suppressionId": suppression_id},
+                )
+            txn.delete("suppressions", _keyset(self._scope, [(suppression_id,)]))
+            stored.discard(suppression_id)
+        for rule in plan.suppressions:
+            if rule.id in stored:
+                raise errors.AlreadyExists(
+                    f"suppression {rule.id} exists already in scope {self._scope.scope_id!r}",
+                    metadata={"suppressionId": rule.id},
+                )
+            stored.add(rule.id)
+            values = {
+                "id": rule.id, "memory_id": rule.memory_id, "about": rule.about,
+                "summary": rule.summary, "text": rule.text,
+                "embedding": None if rule.embedding is None else _vector(rule.embedding),
+                "created_at": rule.created_at or COMMIT_TIMESTAMP,  # given: an import's
+                "created_by": rule.created_by,
+            }  # fmt: skip
+            self._put(txn, "suppressions", False, values)
+
     def _read(
         self, txn: Any, table: str, columns: Sequence[str], keys: Sequence[Sequence[str]]
     ) -> list[list[Any]]:
@@ -896,6 +958,8 @@ def _writes_nothing(plan: CommitPlan) -> bool:
         or plan.links
         or plan.steps
         or plan.formation_key
+        or plan.suppressions
+        or plan.suppressions_removed
     )
 
 

@@ -27,6 +27,7 @@ from jennah.domain.models import (
     Status,
     StoredBrief,
 )
+from jennah.domain.suppression import Suppression
 
 if TYPE_CHECKING:
     from sqlite3 import Connection
@@ -472,6 +473,30 @@ def list_change_log(
             from_value=row[3],
             to_value=row[4],
             recorded_at=codec.from_micros(row[5]),
+        )
+        for row in rows
+    ]
+
+
+def list_suppressions(
+    conn: Connection, scope: ScopeRef, after: str | None, limit: int
+) -> list[Suppression]:
+    """The scope's suppression rules by id, after `after`, at most `limit`."""
+    rows = conn.execute(
+        "SELECT id, memory_id, about, summary, text, embedding, created_at, created_by "
+        f"FROM suppressions WHERE {_IN_SCOPE} AND id > ? ORDER BY id LIMIT ?",
+        (*_scope(scope), after or "", limit),
+    )
+    return [
+        Suppression(
+            id=row[0],
+            memory_id=row[1],
+            about=row[2],
+            summary=row[3],
+            text=row[4],
+            embedding=codec.embedding_list(row[5]),
+            created_at=codec.from_micros(row[6]),
+            created_by=row[7],
         )
         for row in rows
     ]

@@ -37,6 +37,9 @@ so the two stores read alike. Differences that SQLite forces:
   claims (domain HIDDEN_STATUSES) out without reading the table; `briefs` holds the
   last compiled brief of each scope and variant, `change_log` the scope's dated
   change log (newest first by its key).
+- Since version 6 `suppressions` holds a scope's suppression rules (design §10: what a
+  forgotten claim leaves so formation never learns it back), by id; the embedding is a
+  float32 BLOB like a record's.
 
 `SCOPED_TABLES` names every table keyed by (enterprise_id, scope_id): destroying
 a scope deletes from each of them. The schema version is `PRAGMA user_version`;
@@ -47,7 +50,7 @@ workspaces (the kind they were written under is not recorded); versions 1 and
 version-5 columns (ALTER TABLE ... ADD COLUMN with their defaults: no links, no
 extensions, time zone UTC), `memory_records_for_search` rebuilt with `status`, and the
 two new tables; versions 1 to 5 get `memory_records_by_created_at`, built from the
-stored rows.
+stored rows, and the (empty) `suppressions` table.
 """
 
 from __future__ import annotations
@@ -255,6 +258,20 @@ CREATE TABLE IF NOT EXISTS change_log (
   to_value TEXT NOT NULL,
   PRIMARY KEY (enterprise_id, scope_id, recorded_at DESC, id, change)
 ) WITHOUT ROWID;
+
+CREATE TABLE IF NOT EXISTS suppressions (
+  enterprise_id TEXT NOT NULL,
+  scope_id TEXT NOT NULL,
+  id TEXT NOT NULL,
+  memory_id TEXT NOT NULL,
+  about TEXT NOT NULL,
+  summary TEXT NOT NULL,
+  text TEXT NOT NULL,
+  embedding BLOB CHECK (embedding IS NULL OR length(embedding) = {EMBEDDING_BYTES}),
+  created_at INTEGER NOT NULL,
+  created_by TEXT NOT NULL,
+  PRIMARY KEY (enterprise_id, scope_id, id)
+) WITHOUT ROWID;
 """
 
 # Keep the keyword indexes and the per-scope generation in step with every write.
@@ -306,6 +323,7 @@ SCOPED_TABLES = (
     "evidence",
     "briefs",
     "change_log",
+    "suppressions",
     "memory_links",
     "memory_records",
     "graph_nodes",

@@ -55,6 +55,7 @@ from jennah.domain.models import (
     StoredBrief,
 )
 from jennah.domain.retrieval import trigrams
+from jennah.domain.suppression import Suppression
 from jennah.errors import Aborted, AlreadyExists, InvalidArgument, NotFound
 
 if TYPE_CHECKING:
@@ -413,6 +414,13 @@ class SqliteStore:
         """The scope's change log, newest first, a page."""
         with self._pool.connection() as conn:
             return reader.list_change_log(conn, scope, limit, offset)
+
+    def list_suppressions(
+        self, scope: ScopeRef, after: str | None, limit: int
+    ) -> list[Suppression]:
+        """The scope's suppression rules by id, a page."""
+        with self._pool.connection() as conn:
+            return reader.list_suppressions(conn, scope, after, limit)
 
     # -- formation ----------------------------------------------------------------
 

@@ -12,7 +12,7 @@ from jennah.adapters.sqlite import codec
 from jennah.adapters.sqlite.schema import SCOPED_TABLES
 from jennah.domain import rules
 from jennah.domain.models import ClaimUpdate, CommitPlan, CommitResult, ScopeRef, Supersession
-from jennah.errors import Aborted, NotFound
+from jennah.errors import Aborted, AlreadyExists, NotFound
 
 if TYPE_CHECKING:
     from sqlite3 import Connection
@@ -134,6 +134,7 @@ def write_plan(conn: Connection, plan: CommitPlan, commit_us: int) -> CommitResu
     claims_updated = _update_claims(conn, plan, commit_us)
     _write_ledgers(conn, plan, commit_us)
     _write_briefs(conn, plan, commit_us)
+    _write_suppressions(conn, plan, commit_us)
     return CommitResult(
         commit_timestamp=codec.required_datetime(commit_us),
         chunks_written=len(plan.chunks),
@@ -379,6 +380,52 @@ def _update_claim(conn: Connection, scope: ScopeRef, update: ClaimUpdate, commit
             "id": update.memory_id,
         },
     )
+
+
+_INSERT_SUPPRESSION = """
+INSERT INTO suppressions (enterprise_id, scope_id, id, memory_id, about, summary, text,
+                          embedding, created_at, created_by)
+VALUES (:enterprise_id, :scope_id, :id, :memory_id, :about, :summary, :text,
+        CASE WHEN :embedding IS NULL THEN NULL ELSE vec_f32(:embedding) END,
+        COALESCE(:created_at, :now), :created_by)
+ON CONFLICT (enterprise_id, scope_id, id) DO NOTHING
+"""
+
+
+def _write_suppressions(conn: Connection, plan: CommitPlan, commit_us: int) -> None:
+    """Delete the removed suppression rules (NotFound for one not stored), then insert
+    the new ones (AlreadyExists for an id stored already)."""
+    keys = _keys(plan.scope, commit_us)
+    for suppression_id in plan.suppressions_removed:
+        deleted = conn.execute(
+            "DELETE FROM suppressions WHERE enterprise_id = ? AND scope_id = ? AND id = ?",
+            (keys["enterprise_id"], keys["scope_id"], suppression_id),
+        )
+        if deleted.rowcount == 0:
+            raise NotFound(
+                f"suppression {suppression_id!r} was not found in scope {plan.scope.scope_id!r}",
+                metadata={"suppressionId": suppression_id},
+            )
+    for rule in plan.suppressions:
+        inserted = conn.execute(
+            _INSERT_SUPPRESSION,
+            {
+                **keys,
+                "id": rule.id,
+                "memory_id": rule.memory_id,
+                "about": rule.about,
+                "summary": rule.summary,
+                "text": rule.text,
+                "embedding": codec.embedding_blob(rule.embedding, f"suppressions[{rule.id}]"),
+                "created_at": codec.to_micros(rule.created_at),  # None: the commit time
+                "created_by": rule.created_by,
+            },
+        )
+        if inserted.rowcount == 0:
+            raise AlreadyExists(
+                f"suppression {rule.id} exists already in scope {plan.scope.scope_id!r}",
+                metadata={"suppressionId": rule.id},
+            )
 
 
 def _write_briefs(conn: Connection, plan: CommitPlan, commit_us: int) -> None:

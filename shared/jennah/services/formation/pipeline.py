@@ -10,7 +10,8 @@ The steps, in order (each its own module):
 3. rendering with the clock (observedAt, else the receipt time), then
    extraction, one model call (`extraction`);
 4. verification in code (`verification`) and structure (`structure`), then
-   each fact's claim fields and the claim checks (`claims`, `checks`);
+   each fact's claim fields and the claim checks (`claims`, `checks`), then the
+   scope's suppression rules (`suppression`: a forgotten fact is REJECTED);
 5. reconciliation (`reconciliation`, `verdicts`): identical content KNOWN in
    code, retrieval, at most one more model call, every verdict checked (an
    inference contradicting what the user stated is recorded, not a supersession);
@@ -72,6 +73,7 @@ from jennah.services.formation.reconciliation import (
     reconcile,
 )
 from jennah.services.formation.same_memory import reject_clashes
+from jennah.services.formation.suppression import suppress
 from jennah.services.formation.verdicts import VerdictContext
 from jennah.services.formation.verification import verify
 
@@ -234,6 +236,7 @@ def _decide(
     structure.mark_preserved(candidates, structures)
     check_claims(candidates, command.turns, context.boundary, context.zone)
     scope, instant = command.scope, context.received_at
+    suppress(candidates, store, embedder, scope)
     known_in_code(candidates, store, scope, instant)
     gather_neighbours(candidates, store, embedder, scope, instant, similarity_threshold)
     verdict_context = VerdictContext(scope, instant, context.boundary)

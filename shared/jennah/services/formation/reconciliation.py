@@ -98,9 +98,14 @@ def gather_neighbours(
 ) -> None:
     """Embed the undecided facts and find every undecided candidate's similar memories."""
     facts = [c for c in candidates if c.undecided and c.is_fact]
-    for candidate, vector in zip(facts, embedder.embed_batch([c.text for c in facts]), strict=True):
+    unembedded = [c for c in facts if c.embedding is None]  # the suppression check embeds some
+    vectors = embedder.embed_batch([c.text for c in unembedded])
+    for candidate, vector in zip(unembedded, vectors, strict=True):
         candidate.embedding = vector
-        hits = store.search_chunks(scope, vector, NEIGHBOURS, [], instant)
+    for candidate in facts:
+        embedded = candidate.embedding
+        assert embedded is not None
+        hits = store.search_chunks(scope, embedded, NEIGHBOURS, [], instant)
         candidate.neighbours = [
             Memory.of_chunk(hit.record) for hit in hits if hit.score >= similarity_threshold
         ]
