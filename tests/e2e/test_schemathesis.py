@@ -68,12 +68,25 @@ UNEXPRESSIBLE = {
         "timeZone an IANA name of the server's tz database",
     ),
     "POST /v1/apiKeys": "expireTime in the future (relative to now); ttl positive",
+    **dict.fromkeys(
+        ("GET /v1/agents/{agentInstanceId}/memories", "GET /v1/scopes/{scopeId}/memories"),
+        'filter a grammar (terms FIELD = "VALUE" joined with AND, each field once)',
+    ),
+    **dict.fromkeys(
+        (
+            "POST /v1/agents/{agentInstanceId}/memory:readExcerpt",
+            "POST /v1/scopes/{scopeId}/memory:readExcerpt",
+        ),
+        "ref a conv:// reference (scope id, step id, a turn range that starts before it "
+        "ends) of a step of this scope",
+    ),
     "PUT /v1/memory/vocabulary": "names of letters of any script (Unicode categories, which "
     "the regex dialect the document's patterns use has no class for), each name declared "
     "once, signatures naming declared classes, descriptions of 200 characters once line "
     "breaks are flattened",
 }
 ACCEPTED = ["2xx", "3xx", "401", "403", "404", "409", "429", "5xx"]  # schemathesis's default
+REJECTED = ["400", "401", "403", "404", "405", "406", "409", "415", "422", "428", "429", "5xx"]
 
 
 def config() -> str:
@@ -85,7 +98,14 @@ def config() -> str:
         f"checks.positive_data_acceptance.expected-statuses = {json.dumps([*ACCEPTED, '400'])}\n"
         for name in UNEXPRESSIBLE
     )
-    return '[parameters]\n"query.pageToken" = ""\n' + operations
+    # A request line past 8 KB is refused with 414 URI Too Long, before any parameter
+    # is read: a rejection of negative data as good as a 400.
+    rejected = [*REJECTED, "414"]
+    return (
+        '[parameters]\n"query.pageToken" = ""\n'
+        f"[checks.negative_data_rejection]\nexpected-statuses = {json.dumps(rejected)}\n"
+        + operations
+    )
 
 
 # Where the server answers as Google's APIs do rather than as a check expects: the

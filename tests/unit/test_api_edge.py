@@ -240,11 +240,22 @@ def test_values_are_counted_outside_strings_once_the_rough_count_is_past_the_bou
         ("/v1/scopes/bot", "DELETE, OPTIONS, PATCH"),
         ("/v1/memory/vocabulary", "DELETE, GET, HEAD, OPTIONS, PUT"),
         ("/openapi.json", "GET, HEAD, OPTIONS"),
+        # a custom method is not a claim whose id ends ":edit" (no GET of a claim here)
+        ("/v1/scopes/bot/memories/chk_1:edit", "OPTIONS, POST"),
+        ("/v1/scopes/bot/memories/chk_1", "GET, HEAD, OPTIONS"),
     ],
 )
 def test_options_lists_the_methods_of_the_path_only(api: Api, path: str, allow: str) -> None:
     response = api.app.test_client().options(path)
     assert (response.status_code, response.headers["Allow"]) == (204, allow)
+
+
+def test_a_get_of_a_custom_method_is_not_read_as_a_claim(api: Api) -> None:
+    response = api.app.test_client().get(
+        "/v1/scopes/bot/memories/chk_1:forget", headers={"Authorization": f"Bearer {TOKEN}"}
+    )
+    error = error_of(response, 404, "NOT_FOUND")
+    assert reason_of(error) == "METHOD_NOT_ALLOWED" and response.headers["Allow"] == "POST"
 
 
 def test_options_on_an_unknown_path_is_not_found(api: Api) -> None:

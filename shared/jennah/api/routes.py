@@ -710,7 +710,17 @@ def _routes_at(path: str, routes: Sequence[Route]) -> list[tuple[Route, dict[str
         raise NotFound(
             f"no such resource: {path}", reason="ROUTE_NOT_FOUND", metadata={"path": path[:200]}
         )
-    return found
+    # A custom method wins over a resource whose id would swallow it, as in Google's
+    # APIs: …/memories/x:edit is x's :edit, not a claim named "x:edit" (nor its Allow).
+    specific = max(_literal_length(route.template) for route, _ in found)
+    return [
+        (route, params) for route, params in found if _literal_length(route.template) == specific
+    ]
+
+
+@functools.lru_cache(maxsize=256)
+def _literal_length(template: str) -> int:
+    return sum(len(part) for i, part in enumerate(_PARAM.split(template)) if i % 2 == 0)
 
 
 def options_reply(allowed: list[str]) -> flask.Response:
