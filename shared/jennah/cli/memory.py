@@ -46,12 +46,17 @@ def memory_group(collection: str, metavar: str, noun: str) -> click.Group:
         f"jnh {collection} memory commit {sample} --from-file memories.yaml",
         f'jnh {collection} memory query {sample} --text "where does Alice work"',
         f"jnh {collection} memory inspect {sample} --graph",
+        f'jnh {collection} memory search {sample} "the dentist"',
+        f"jnh {collection} memory list {sample}",
+        f"jnh {collection} memory forget {sample} MEMORY_ID",
     ]
     if forms:
         examples.insert(0, f"jnh {collection} memory form {sample} --from-file turns.json")
     group = click.Group(
         "memory",
-        help=f"""{verbs} the memory of {noun}; read a claim's evidence.
+        help=f"""{verbs} the memory of {noun}; search it, read a claim whole, its
+        evidence and the turns it came from; list the memory card; correct a claim (edit) or
+        forget it for good, and manage the suppression rules forgetting leaves.
 
         \b
         Examples:
