@@ -230,6 +230,7 @@ def test_an_async_formation_is_waited_for(client: Client) -> None:
 
 def test_keys_roles_and_users(client: Client, proxy: FailingProxy) -> None:
     assert client.get_caller().principal == "user:root"
+    assert client.get_openapi_document()["openapi"] == "3.1.0"
     key = client.create_api_key(display_name="reader", role="member", agent_selectors=["bot"])
     assert key.key_string
     assert key.key_id in [k.key_id for k in client.list_api_keys(page_size=1)]

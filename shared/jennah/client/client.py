@@ -559,6 +559,10 @@ class Client:
         """principal= for one principal's."""
         return self._caller.pager("roleBindings.list", "role_bindings", params=params, retry=retry)
 
+    def get_openapi_document(self, *, retry: RetryArg = DEFAULT) -> dict[str, Any]:
+        """The server's OpenAPI document (needs no credential)."""
+        return json_object(self._caller.send("openapi.get", retry=retry))
+
     def create_user(self, principal: str, *, retry: RetryArg = DEFAULT) -> dto.UserResource:
         answer: dto.UserResource = self._caller.call(
             "users.create", retry=retry, principal=principal

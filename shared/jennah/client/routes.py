@@ -148,5 +148,6 @@ _RPCS: list[Rpc] = [
     Rpc("roleBindings.list", "GET", "/v1/roleBindings", dto.ListRoleBindingsResponse,
         params=dto.ListRoleBindingsParams, idempotent=True),
     Rpc("users.create", "POST", "/v1/users", dto.UserResource, request=dto.CreateUserRequest),
+    Rpc("openapi.get", "GET", "/openapi.json", None, idempotent=True),
 ]  # fmt: skip
 RPCS: dict[str, Rpc] = {rpc.operation_id: rpc for rpc in _RPCS}
