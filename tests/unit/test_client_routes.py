@@ -6,6 +6,7 @@ And the client imports no services: it is an HTTP client."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -114,3 +115,16 @@ def _query_names(rpc: Rpc) -> set[str]:
     if rpc.params is None:
         return set()
     return {field.alias or name for name, field in rpc.params.model_fields.items()}
+
+
+def test_jnh_sends_nothing_but_through_the_sdk_transport() -> None:
+    """No second HTTP layer: jennah.cli names httpx only for the transport it hands over."""
+    cli = Path(__file__).resolve().parents[2] / "shared/jennah/cli"
+    calls = re.compile(r"httpx\.(Client|AsyncClient|request|get|post|put|patch|delete|stream)\b")
+    found = [
+        f"{path.name}: {line.strip()}"
+        for path in sorted(cli.glob("*.py"))
+        for line in path.read_text(encoding="utf-8").splitlines()
+        if calls.search(line) or "urllib.request" in line
+    ]
+    assert found == []
