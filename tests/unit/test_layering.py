@@ -47,9 +47,10 @@ CLEAN_PACKAGE = {
     "api/app.py": "from jennah import domain, errors, ports, services\n",
     "api/dto.py": "",
     "{root}.py": "from jennah import adapters, api, auth, services, settings\n",
+    "client/__init__.py": "from jennah import auth, errors, settings\nfrom jennah.api import dto\n",
     "cli/__init__.py": "",
     "cli/main.py": (
-        "from jennah import auth, domain, errors, settings\n"
+        "from jennah import auth, client, domain, errors, settings\n"
         "from jennah.api import dto\n"
         "from jennah.cli import enterprises, serve, usage\n"
     ),
@@ -104,8 +105,12 @@ WRONG_IMPORTS = {
         "from jennah.adapters import store",
         {"api", "wiring"},
     ),
-    # The CLI reads the settings, and so reaches the adapter.
-    "settings import an adapter": ("settings.py", "from jennah import adapters", {"wiring", "cli"}),
+    # The CLI and the client read the settings, and so reach the adapter.
+    "settings import an adapter": (
+        "settings.py",
+        "from jennah import adapters",
+        {"wiring", "cli", "client"},
+    ),
     "settings import the api": ("settings.py", "from jennah import api", {"layers"}),
     "errors import the domain": ("errors.py", "from jennah import domain", {"layers", "no-cycles"}),
     "a new top-level module": ("extra.py", "", {"layers"}),
@@ -115,6 +120,28 @@ WRONG_IMPORTS = {
         {"cli"},
     ),
     "cli imports the composition root": ("cli/main.py", "from jennah import {root}", {"cli"}),
+    "client imports a service": (
+        "client/__init__.py",
+        "from jennah.services import access",
+        {"client", "cli"},
+    ),
+    # The API's wire models are the client's; a module that reaches the services is not.
+    # (The CLI is built on the client: what the client reaches, the CLI reaches too.)
+    "client imports an api module that imports the services": (
+        "client/__init__.py",
+        "from jennah.api import app",
+        {"client", "cli"},
+    ),
+    "client imports the composition root": (
+        "client/__init__.py",
+        "from jennah import {root}",
+        {"layers", "client", "cli"},
+    ),
+    "client imports the cli": (
+        "client/__init__.py",
+        "from jennah import cli",
+        {"layers", "client", "no-cycles"},
+    ),
     "cli imports an adapter": (
         "cli/main.py",
         "from jennah.adapters import store",
@@ -187,7 +214,7 @@ def test_the_contracts_hold_on_a_package_laid_out_as_the_layering_says(
     options = project_options()
     broken, report = lint(write_package(tmp_path, options["composition_root"]), options)
     assert broken == set(), report
-    assert len(options["contracts"]) == 9
+    assert len(options["contracts"]) == 10
 
 
 @pytest.mark.parametrize("case", WRONG_IMPORTS, ids=list(WRONG_IMPORTS))

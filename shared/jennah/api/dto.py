@@ -41,7 +41,9 @@ from jennah.domain.access import (
 from jennah.domain.billing import MAX_OVERAGE_MULTIPLE, OVERAGE_MULTIPLE_STEP
 from jennah.domain.brief import QUOTE_CHARS
 from jennah.domain.formation import MAX_FORMATION_KEY_LENGTH, MAX_TURNS
+from jennah.domain.models import MemoryType
 from jennah.domain.rules import MAX_COMMIT_ITEMS
+from jennah.domain.suppression import MAX_GROUP_CLAIMS
 from jennah.domain.vocabulary import (
     MAX_ENTITY_CLASSES,
     MAX_NAME_LENGTH,
@@ -1577,6 +1579,82 @@ class ListMemoriesResponse(WireResponse):
 
     memories: list[MemoryCardItem] = Field(default_factory=list)
     next_page_token: str | None = Field(default=None, description=_NEXT_PAGE_HELP)
+
+
+# forget = retract + suppress (api/forgetting.py serves them)
+
+
+class ForgetRequest(WireRequest):
+    """memory:forget takes no field; an empty body (or none) is the request."""
+
+
+class SuppressionResource(WireResponse):
+    """A suppression rule: formation answers a candidate with the same words as the
+    forgotten claim, or a paraphrase of it, as REJECTED naming this rule."""
+
+    id: str = Field(description="sup_ and 16 hex digits")
+    memory_id: str = Field(description="The forgotten (retracted) claim")
+    about: str = ""
+    summary: str = ""
+    text: str = Field(description="The forgotten claim's body")
+    created_at: Timestamp | None = None
+    created_by: str = Field(default="", description="The principal who forgot it")
+
+
+class ForgetResponse(WireResponse):
+    memory: Chunk = Field(description="The claim as stored now: status retracted")
+    suppression: SuppressionResource
+
+
+class ForgetGroupRequest(WireRequest):
+    """Exactly one of appliesTo, about or type picks the group."""
+
+    applies_to: str | None = Field(
+        default=None, description="A graph node id: the claims whose appliesTo names it"
+    )
+    about: str | None = Field(
+        default=None,
+        description="The claims about this (compared ignoring case and spacing)",
+        max_length=2000,
+    )
+    type: MemoryType | None = Field(default=None, description="The claims of this type")
+    validate_only: bool = Field(default=False, description="Count the group and write nothing")
+    expected_count: Int32 | None = Field(
+        default=None,
+        description="Required unless validateOnly: the count a validateOnly call answered; "
+        "another count now is FAILED_PRECONDITION GROUP_CHANGED and nothing is written",
+        json_schema_extra={"minimum": 0},
+    )
+
+
+class ForgetGroupResponse(WireResponse):
+    count: Int32 = Field(
+        description="The active, dormant and expired claims of the group (retracted now, "
+        "unless validateOnly)"
+    )
+    max_count: Int32 = Field(
+        default=MAX_GROUP_CLAIMS, description="The most claims one forgetGroup retracts"
+    )
+    validate_only: bool = False
+    memory_ids: list[str] = Field(
+        default_factory=list, description="The group's claims by id (at most maxCount)"
+    )
+    suppressions: list[SuppressionResource] = Field(
+        default_factory=list, description="One per retracted claim; none for validateOnly"
+    )
+
+
+class ListSuppressionsParams(PageParams):
+    """pageSize and pageToken (AIP-158)."""
+
+
+class ListSuppressionsResponse(WireResponse):
+    """A page of the scope's suppression rules, ordered by id."""
+
+    suppressions: list[SuppressionResource] = Field(default_factory=list)
+    next_page_token: str | None = Field(
+        default=None, description="Pass as pageToken for the next page; absent on the last page"
+    )
 
 
 def dump(model: BaseModel) -> dict[str, object]:

@@ -12,86 +12,19 @@ in `services.forgetting`.
 
 from __future__ import annotations
 
-from pydantic import Field
-
 from jennah.api import dto
 from jennah.api.handlers import Call, Reply, chunk_out
-from jennah.domain.models import MemoryType
-from jennah.domain.suppression import MAX_GROUP_CLAIMS, Suppression
+from jennah.domain.suppression import Suppression
 from jennah.services import forgetting, paging
 
-
-class ForgetRequest(dto.WireRequest):
-    """memory:forget takes no field; an empty body (or none) is the request."""
-
-
-class SuppressionResource(dto.WireResponse):
-    """A suppression rule: formation answers a candidate with the same words as the
-    forgotten claim, or a paraphrase of it, as REJECTED naming this rule."""
-
-    id: str = Field(description="sup_ and 16 hex digits")
-    memory_id: str = Field(description="The forgotten (retracted) claim")
-    about: str = ""
-    summary: str = ""
-    text: str = Field(description="The forgotten claim's body")
-    created_at: dto.Timestamp | None = None
-    created_by: str = Field(default="", description="The principal who forgot it")
-
-
-class ForgetResponse(dto.WireResponse):
-    memory: dto.Chunk = Field(description="The claim as stored now: status retracted")
-    suppression: SuppressionResource
-
-
-class ForgetGroupRequest(dto.WireRequest):
-    """Exactly one of appliesTo, about or type picks the group."""
-
-    applies_to: str | None = Field(
-        default=None, description="A graph node id: the claims whose appliesTo names it"
-    )
-    about: str | None = Field(
-        default=None,
-        description="The claims about this (compared ignoring case and spacing)",
-        max_length=2000,
-    )
-    type: MemoryType | None = Field(default=None, description="The claims of this type")
-    validate_only: bool = Field(default=False, description="Count the group and write nothing")
-    expected_count: dto.Int32 | None = Field(
-        default=None,
-        description="Required unless validateOnly: the count a validateOnly call answered; "
-        "another count now is FAILED_PRECONDITION GROUP_CHANGED and nothing is written",
-        json_schema_extra={"minimum": 0},
-    )
-
-
-class ForgetGroupResponse(dto.WireResponse):
-    count: dto.Int32 = Field(
-        description="The active, dormant and expired claims of the group (retracted now, "
-        "unless validateOnly)"
-    )
-    max_count: dto.Int32 = Field(
-        default=MAX_GROUP_CLAIMS, description="The most claims one forgetGroup retracts"
-    )
-    validate_only: bool = False
-    memory_ids: list[str] = Field(
-        default_factory=list, description="The group's claims by id (at most maxCount)"
-    )
-    suppressions: list[SuppressionResource] = Field(
-        default_factory=list, description="One per retracted claim; none for validateOnly"
-    )
-
-
-class ListSuppressionsParams(dto.PageParams):
-    """pageSize and pageToken (AIP-158)."""
-
-
-class ListSuppressionsResponse(dto.WireResponse):
-    """A page of the scope's suppression rules, ordered by id."""
-
-    suppressions: list[SuppressionResource] = Field(default_factory=list)
-    next_page_token: str | None = Field(
-        default=None, description="Pass as pageToken for the next page; absent on the last page"
-    )
+# The wire shapes live in dto (a client imports them without the services).
+ForgetRequest = dto.ForgetRequest
+SuppressionResource = dto.SuppressionResource
+ForgetResponse = dto.ForgetResponse
+ForgetGroupRequest = dto.ForgetGroupRequest
+ForgetGroupResponse = dto.ForgetGroupResponse
+ListSuppressionsParams = dto.ListSuppressionsParams
+ListSuppressionsResponse = dto.ListSuppressionsResponse
 
 
 def forget(call: Call) -> Reply:

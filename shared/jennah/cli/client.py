@@ -6,15 +6,18 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 from typing import IO, Any
-from urllib.parse import quote
 
 import click
 import httpx
 
-from jennah.auth import credentials_path, read_local_credentials
+from jennah.client import errors as sdk_errors
+from jennah.client.client import segment
+from jennah.client.credentials import local_token
+from jennah.client.transport import Transport, json_object
 from jennah.errors import JennahError
+
+__all__ = ["ApiClient", "ApiError", "CannotConnect", "local_token", "segment"]
 
 # Exit codes scripts can rely on; documented in `jnh --help`.
 EXIT_OK = 0
@@ -72,7 +75,8 @@ class CannotConnect(click.ClickException):
 
 @dataclass
 class ApiClient:
-    """Calls the Jennah HTTP API at `endpoint` with an optional bearer token."""
+    """Calls the Jennah HTTP API at `endpoint` with an optional bearer token, through the
+    SDK's transport (jennah.client.transport), with no retry: a failure exits at once."""
 
     endpoint: str
     token: str | None = None
@@ -100,9 +104,7 @@ class ApiClient:
     def get_bytes(self, path: str) -> bytes:
         """GET a file download (a non-JSON answer): its bytes, or the error it answers."""
         response = self._send("GET", path)
-        if response.is_success and not response.headers.get("content-type", "").startswith(
-            "application/json"
-        ):
+        if not response.headers.get("content-type", "").startswith("application/json"):
             return response.content
         _answer(response)
         raise ApiError("UNKNOWN", response.status_code, "expected a file, got a JSON answer")
@@ -116,54 +118,35 @@ class ApiClient:
     def _call(self, method: str, path: str, **kwargs: Any) -> dict[str, Any]:
         return _answer(self._send(method, path, **kwargs))
 
-    def _send(
-        self, method: str, path: str, headers: dict[str, str] | None = None, **kwargs: Any
-    ) -> httpx.Response:
-        headers = dict(headers or {})
-        if self.token:
-            headers["Authorization"] = f"Bearer {self.token}"
-        if self.enterprise:
-            headers["X-Jennah-Enterprise"] = self.enterprise
-        url = self.endpoint.rstrip("/") + path
+    def _send(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
+        sdk = Transport(self.endpoint, self.token, self.enterprise, self.timeout, self.transport)
         try:
-            with httpx.Client(transport=self.transport, timeout=self.timeout) as http:
-                response = http.request(method, url, headers=headers, **kwargs)
-        except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
+            return sdk.request(method, path, **kwargs)
+        except sdk_errors.ConnectionFailed as err:
+            if not err.connecting:
+                raise CannotConnect(err.message) from None
             raise CannotConnect(
-                f"cannot connect to {self.endpoint} ({exc}); is `jnh serve` running? "
+                f"{err.message}; is `jnh serve` running? "
                 "--endpoint or JENNAH_ENDPOINT names another server"
             ) from None
-        except httpx.TimeoutException:
-            raise ApiError(
-                "DEADLINE_EXCEEDED", 504, f"no answer from {self.endpoint} within {self.timeout}s"
-            ) from None
-        except httpx.HTTPError as exc:
-            raise CannotConnect(f"cannot talk to {self.endpoint}: {exc}") from None
-        return response
+        except sdk_errors.ApiError as err:
+            raise ApiError(err.status, err.code, err.message + _violations(err)) from None
+        finally:
+            sdk.close()
 
 
 def _answer(response: httpx.Response) -> dict[str, Any]:
     try:
-        body = response.json()
-    except ValueError:
-        body = None
-    if response.is_success and isinstance(body, dict):
-        return body
-    error = body.get("error") if isinstance(body, dict) else None
-    if isinstance(error, dict) and "status" in error:
-        message = str(error.get("message", "")) + _violations(error)
-        raise ApiError(str(error["status"]), response.status_code, message)
-    raise ApiError(
-        "UNKNOWN", response.status_code, f"unexpected HTTP {response.status_code} answer"
-    )
+        return json_object(response)
+    except sdk_errors.ApiError as err:
+        raise ApiError(err.status, err.code, err.message) from None
 
 
-def _violations(error: dict[str, Any]) -> str:
+def _violations(error: sdk_errors.ApiError) -> str:
     """When an error names several fields (an import's faults), one line for each."""
     found = [
         violation
-        for detail in error.get("details", [])
-        if isinstance(detail, dict)
+        for detail in error.details
         for violation in detail.get("fieldViolations", [])
         if isinstance(violation, dict)
     ]
@@ -177,21 +160,6 @@ def local_failure(err: JennahError) -> ApiError:
     return ApiError(err.status, err.http_status, err.message)
 
 
-def segment(value: str) -> str:
-    """A value escaped as one path segment."""
-    return quote(value, safe=":")
-
-
 def resource_path(collection: str, resource_id: str, verb: str) -> str:
     """/v1/{collection}/{id}/memory:{verb}, with the id escaped as one path segment."""
     return f"/v1/{collection}/{segment(resource_id)}/memory:{verb}"
-
-
-def local_token(data_dir: Path) -> str | None:
-    """The local server's root token, when its data dir holds credentials."""
-    if not credentials_path(data_dir).exists():
-        return None
-    try:
-        return read_local_credentials(data_dir).token
-    except JennahError:
-        return None

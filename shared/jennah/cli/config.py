@@ -10,28 +10,10 @@ from __future__ import annotations
 import contextlib
 from pathlib import Path
 
-import click
-from pydantic import BaseModel, ValidationError
-
 from jennah.auth import write_private_file
+from jennah.client.credentials import LOGIN_FILE, SavedLogin, login_path, read_login
 
-LOGIN_FILE = "credentials"
-
-
-class SavedLogin(BaseModel):
-    token: str
-
-
-def login_path() -> Path:
-    return Path(click.get_app_dir("jennah")) / LOGIN_FILE
-
-
-def read_login() -> SavedLogin | None:
-    """The saved login, or None when there is none (or it cannot be read)."""
-    try:
-        return SavedLogin.model_validate_json(login_path().read_bytes())
-    except (OSError, ValidationError):
-        return None
+__all__ = ["LOGIN_FILE", "SavedLogin", "forget_login", "login_path", "read_login", "save_login"]
 
 
 def save_login(login: SavedLogin) -> Path:

@@ -12,9 +12,9 @@ import click
 import httpx
 from pydantic import ValidationError
 
-from jennah.cli.client import ApiClient, local_token
-from jennah.cli.config import read_login
+from jennah.cli.client import ApiClient
 from jennah.cli.render import OUTPUT_FORMATS
+from jennah.client.credentials import resolve_token
 from jennah.settings import Settings
 
 
@@ -47,17 +47,6 @@ class ClientOptions:
     def credential(self) -> str | None:
         """The bearer credential the client sends (see `resolve_token`)."""
         return resolve_token(self.token, load_settings(self.data_dir).data_dir)
-
-
-def resolve_token(given: str | None, data_dir: Path) -> str | None:
-    """--token, else JENNAH_TOKEN (click reads both into `given`), else the credential
-    saved by `jnh auth login`, else the local server's root credential."""
-    if given:
-        return given
-    login = read_login()
-    if login is not None:
-        return login.token
-    return local_token(data_dir)
 
 
 def load_settings(data_dir: Path | None) -> Settings:
