@@ -60,6 +60,10 @@ CLEAN_PACKAGE = {
         "    from jennah.services import enterprises\n"
     ),
     "cli/usage.py": "from jennah import {root}\nfrom jennah.services import usage_report\n",
+    # The ADK integration: a client of the HTTP API above the CLI, whose credential lookup
+    # it shares.
+    "cli/options.py": "from jennah import auth, settings\n",
+    "adk/__init__.py": "from jennah import errors, settings\nfrom jennah.cli import options\n",
 }
 
 # One wrong import, added to one module of the clean package, and every contract it breaks.
@@ -105,13 +109,13 @@ WRONG_IMPORTS = {
         "from jennah.adapters import store",
         {"api", "wiring"},
     ),
-    # The CLI and the client read the settings, and so reach the adapter.
+    # The CLI, the client and the ADK integration read the settings, and so reach the adapter.
     "settings import an adapter": (
         "settings.py",
         "from jennah import adapters",
-        {"wiring", "cli", "client"},
+        {"wiring", "cli", "client", "adk"},
     ),
-    "settings import the api": ("settings.py", "from jennah import api", {"layers"}),
+    "settings import the api": ("settings.py", "from jennah import api", {"layers", "adk"}),
     "errors import the domain": ("errors.py", "from jennah import domain", {"layers", "no-cycles"}),
     "a new top-level module": ("extra.py", "", {"layers"}),
     "cli imports a service": (
@@ -146,6 +150,19 @@ WRONG_IMPORTS = {
         "cli/main.py",
         "from jennah.adapters import store",
         {"cli", "wiring"},
+    ),
+    "adk imports a service": ("adk/__init__.py", "from jennah.services import access", {"adk"}),
+    "adk imports the api": ("adk/__init__.py", "from jennah.api import app", {"adk"}),
+    "adk imports the composition root": ("adk/__init__.py", "from jennah import {root}", {"adk"}),
+    "adk imports an adapter": (
+        "adk/__init__.py",
+        "from jennah.adapters import store",
+        {"adk", "wiring"},
+    ),
+    "cli imports the adk integration": (
+        "cli/main.py",
+        "from jennah import adk",
+        {"layers", "no-cycles"},
     ),
 }
 
@@ -214,7 +231,7 @@ def test_the_contracts_hold_on_a_package_laid_out_as_the_layering_says(
     options = project_options()
     broken, report = lint(write_package(tmp_path, options["composition_root"]), options)
     assert broken == set(), report
-    assert len(options["contracts"]) == 10
+    assert len(options["contracts"]) == 11
 
 
 @pytest.mark.parametrize("case", WRONG_IMPORTS, ids=list(WRONG_IMPORTS))
