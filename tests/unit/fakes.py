@@ -47,6 +47,7 @@ from jennah.domain.billing import (
     UsageRecord,
     check_billing,
 )
+from jennah.domain.claim_state import ClaimState
 from jennah.domain.lifecycle import WalkCursor
 from jennah.domain.models import (
     HIDDEN_STATUSES,
@@ -367,6 +368,15 @@ class FakeStore:
             if (statuses is None or r.status in statuses) and (after is None or r.id > after)
         ]
         return rows[:limit]
+
+    def list_claim_states(
+        self, scope: ScopeRef, statuses: Sequence[Status] | None
+    ) -> list[ClaimState]:
+        return [
+            ClaimState.of(r)
+            for r in self._chunks(scope)
+            if statuses is None or r.status in statuses
+        ]
 
     def list_evidence(self, scope: ScopeRef, memory_ids: Sequence[str]) -> list[Evidence]:
         wanted = set(memory_ids)

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Protocol
 
+from jennah.domain.claim_state import ClaimState
 from jennah.domain.models import (
     BriefVariant,
     ChangeLogEntry,
@@ -90,6 +91,15 @@ class MemoryStore(Protocol):
         """The scope's claims whose status is one of `statuses` (all when None), whatever
         their validity, ordered by id: only ids after `after` when given, at most `limit`.
         Embeddings are left out (None): the lifecycle pass and the brief read many claims."""
+        ...
+
+    def list_claim_states(
+        self, scope: ScopeRef, statuses: Sequence[Status] | None
+    ) -> list[ClaimState]:
+        """Every claim of the scope whose status is one of `statuses` (all when None),
+        whatever its validity, as a ClaimState (only the fields the lifecycle pass and the
+        brief read), ordered by id, in one read. The states are immutable: a store may
+        answer the same objects again while the claims do not change."""
         ...
 
     def list_evidence(self, scope: ScopeRef, memory_ids: Sequence[str]) -> list[Evidence]:
