@@ -84,14 +84,16 @@ import functools
 import hashlib
 import itertools
 import re
+import threading
 import unicodedata
+from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from importlib import resources
 from typing import Any, NamedTuple
 
-from jennah.domain.claim_state import Claim
+from jennah.domain.claim_state import Claim, ClaimState
 from jennah.domain.models import (
     Authority,
     BriefVariant,
@@ -457,9 +459,30 @@ def compile_variants(
     variants: Sequence[BriefVariant],
     now: datetime | None = None,
 ) -> list[CompiledBrief]:
-    """compile_brief for each variant, the sections they share compiled once."""
+    """compile_brief for each variant, the sections they share compiled once; the last
+    compiles' results reused when the claims shown are the same (see `_Compiled`)."""
     unique = _unique(claims)
-    keyed = [(*ranks(c), c.id, c) for c in _shown(unique, now)]
+    shown = _shown(unique, now)
+    # only immutable claims are remembered: a record changed in place would compare equal
+    remember = all(type(claim) is ClaimState for claim in shown)
+    key = (scope_id, tuple(variants), last_conversation)
+    known = _COMPILED.get(key, shown) if remember else None
+    if known is not None:
+        return known
+    compiled = _compile_shown(scope_id, shown, last_conversation, variants, unique)
+    if remember:
+        _COMPILED.put(key, shown, compiled)
+    return compiled
+
+
+def _compile_shown(
+    scope_id: str,
+    shown: list[Claim],
+    last_conversation: LastConversation | None,
+    variants: Sequence[BriefVariant],
+    unique: dict[str, Claim],
+) -> list[CompiledBrief]:
+    keyed = [(*ranks(c), c.id, c) for c in shown]
     ranked = [c for _, _, _, c in sorted(keyed, key=lambda k: (k[0], k[2]))]
     directives = [c for _, _, _, c in sorted(
         (k for k in keyed if is_directive(k[3])), key=lambda k: (k[1], k[2]))]  # fmt: skip
@@ -476,6 +499,57 @@ def compile_variants(
                   else [*shared, last], unique)
         for variant in variants
     ]  # fmt: skip
+
+
+_CompileKey = tuple[str, tuple[BriefVariant, ...], LastConversation | None]
+
+
+class _Compiled:
+    """The last compiles (of up to MAX_CLAIMS shown claims in all), by scope, variants
+    and last conversation, with the claims they showed. A brief is a function of exactly
+    those (the claims shown at `now`, their fields, compared whole: a ClaimState is a
+    tuple, so an unchanged scope compares in C, and a claim handed out again by a store's
+    cache compares by identity; only ClaimStates, immutable, are remembered), so a
+    compile whose shown claims are equal to a
+    remembered one's answers its result: the pass after a write that changed nothing the
+    brief shows (a sensitive claim, an expired line), a GET of a never-compiled brief
+    again. Thread-safe (the deferred pass and requests compile at once)."""
+
+    MAX_CLAIMS = 50_000
+
+    def __init__(self) -> None:
+        self._entries: OrderedDict[_CompileKey, tuple[list[Claim], list[CompiledBrief]]] = (
+            OrderedDict()
+        )
+        self._lock = threading.Lock()
+
+    def get(self, key: _CompileKey, shown: list[Claim]) -> list[CompiledBrief] | None:
+        with self._lock:
+            entry = self._entries.get(key)
+            if entry is None or entry[0] != shown:
+                return None
+            self._entries.move_to_end(key)
+        return [_copied(brief) for brief in entry[1]]
+
+    def put(self, key: _CompileKey, shown: list[Claim], compiled: list[CompiledBrief]) -> None:
+        with self._lock:
+            self._entries[key] = (shown, [_copied(brief) for brief in compiled])
+            self._entries.move_to_end(key)
+            total = sum(len(claims) for claims, _ in self._entries.values())
+            while total > self.MAX_CLAIMS and len(self._entries) > 1:
+                _, (dropped, _) = self._entries.popitem(last=False)
+                total -= len(dropped)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
+
+
+def _copied(brief: CompiledBrief) -> CompiledBrief:
+    return brief._replace(expiries=dict(brief.expiries))  # the only mutable part
+
+
+_COMPILED = _Compiled()
 
 
 def _unique(claims: Iterable[Claim]) -> dict[str, Claim]:
