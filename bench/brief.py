@@ -6,14 +6,19 @@ Compile (in process, on a fresh SQLite store in a temporary directory): a scope 
 `about` among 200 subjects, 1 in 8 with a validUntil, the newest 40 formed by one
 formation with evidence lines, 30 reinforced by a later one), committed with
 CommitPlans of 500. Timed, each --repeats times after warm-up calls:
-- `read`: `services.brief.active_claims`, every active claim through `store.list_claims`
-  (pages of 1,000; embeddings not read);
+- `read`: `services.brief.active_claims`, every active claim's ClaimState through
+  `store.list_claim_states` (one read; on SQLite from the store's claim cache);
 - `compile both`: `compile_briefs(store, scope, claims)` on claims already read: the
   last conversation's evidence read, then both variants compiled;
 - `compile both, cold token counts`: the same with the per-line token counts forgotten
   first (the first compile after a start);
 - `read + compile both` (the figure the target is about: what the dream pass spends on
-  the brief) and `read + compile full` (one variant).
+  the brief) and `read + compile full` (one variant);
+- `read + compile both, one claim changed`: the same after a commit that reinforced one
+  claim (untimed; the claim cache is updated in place by the commit), as after a write;
+- `read + compile both, nothing shown changed`: the same claims again, answered by the
+  compile's memory of its last results (`domain.brief._Compiled`). Every other row
+  forgets those first, so it measures a real compile.
 Wall-clock figures, and the CPU time of this process (steadier on a shared machine).
 
 HTTP (--requests per kind): the same scope is written to the data directory of a `jnh
@@ -49,6 +54,7 @@ from jennah.domain import brief as brief_domain
 from jennah.domain import rules
 from jennah.domain.access import LOCAL_ENTERPRISE_ID
 from jennah.domain.brief import BRIEF_TOKEN_LIMIT
+from jennah.domain.claim_state import ClaimState
 from jennah.domain.formation import SOURCE_STEP
 from jennah.domain.models import (
     Authority,
@@ -162,8 +168,19 @@ def _line(memory_id: str, step: str, at: datetime) -> Evidence:
     return Evidence(memory_id=memory_id, ref=ref, quote="a quote", recorded_at=at)
 
 
-def _all(store: SqliteStore) -> list[MemoryRecord]:
+def _all(store: SqliteStore) -> list[ClaimState]:
     return active_claims(store, SCOPE)
+
+
+def _reinforce_one(store: SqliteStore) -> None:
+    """Reinforce the first claim once more (a write that changes a claim the brief reads)."""
+    (claim,) = store.get_chunks(SCOPE, [_all(store)[0].id])
+    update = ClaimUpdate(
+        memory_id=claim.id,
+        expected_revision=claim.revision,
+        reinforcement_count=claim.reinforcement_count + 1,
+    )
+    store.apply(CommitPlan(scope=SCOPE, claim_updates=[update]))
 
 
 # compile
@@ -172,7 +189,7 @@ def _all(store: SqliteStore) -> list[MemoryRecord]:
 def _compile_rows(store: SqliteStore, repeats: int) -> tuple[list[list[object]], tuple[int, int]]:
     claims = _all(store)
     kinds: dict[str, tuple[Callable[[], Any], str]] = {
-        "read (list_claims, active)": (lambda: _all(store), ""),
+        "read (list_claim_states, active)": (lambda: _all(store), ""),
         "compile both (claims read)": (lambda: compile_briefs(store, SCOPE, claims), ""),
         "compile both, cold token counts": (lambda: _cold(store, claims), ""),
         "read + compile both": (
@@ -183,27 +200,45 @@ def _compile_rows(store: SqliteStore, repeats: int) -> tuple[list[list[object]],
             lambda: compile_briefs(store, SCOPE, _all(store), variants=(BriefVariant.FULL,)),
             "",
         ),
+        "read + compile both, one claim changed": (
+            lambda: compile_briefs(store, SCOPE, _all(store)),
+            "",
+        ),
+        "read + compile both, nothing shown changed": (
+            lambda: compile_briefs(store, SCOPE, _all(store)),
+            "",
+        ),
     }
     rows: list[list[object]] = []
     for name, (fn, target) in kinds.items():
-        wall, cpu = _time_both(fn, repeats)
+        setup: Callable[[], Any] | None = brief_domain._COMPILED.clear  # a real compile
+        if "one claim changed" in name:
+            setup = lambda: _reinforce_one(store)  # noqa: E731 (a changed claim: never remembered)
+        elif "nothing shown changed" in name:
+            setup = None
+        wall, cpu = _time_both(fn, repeats, setup)
         rows.append([name, *_figures(wall), percentile(cpu, 50), target])
     full, shared = compile_briefs(store, SCOPE, claims)
     return rows, (full.token_count, shared.token_count)
 
 
-def _cold(store: SqliteStore, claims: list[MemoryRecord]) -> Any:
+def _cold(store: SqliteStore, claims: list[ClaimState]) -> Any:
     """A compile that counts every line's tokens again (as after a restart)."""
     brief_domain._COUNTED.clear()
     return compile_briefs(store, SCOPE, claims)
 
 
-def _time_both(fn: Callable[[], Any], repeats: int) -> tuple[list[float], list[float]]:
-    """Wall and CPU (this process) milliseconds per call, after three untimed calls."""
+def _time_both(
+    fn: Callable[[], Any], repeats: int, setup: Callable[[], Any] | None = None
+) -> tuple[list[float], list[float]]:
+    """Wall and CPU (this process) milliseconds per call, after three untimed calls;
+    `setup`, when given, runs untimed before each call."""
     for _ in range(3):
         fn()
     wall, cpu = [], []
     for _ in range(repeats):
+        if setup is not None:
+            setup()
         started, used = time.perf_counter(), time.process_time()
         fn()
         cpu.append((time.process_time() - used) * 1000)

@@ -1,6 +1,7 @@
 """Contract: claims (issue 16) on both stores.
 
-Every claim field round-trips through apply -> get_chunks / list_claims / searches;
+Every claim field round-trips through apply -> get_chunks / list_claims / searches, and
+list_claim_states answers the fields the lifecycle pass and the brief read;
 claim updates apply under revision checks in the plan's one transaction; evidence is
 deduplicated by (memory, ref); briefs are replaced whole; the change log is read newest
 first; scopes have a time zone and are walked across enterprises; hidden claims (dormant,
@@ -18,6 +19,8 @@ from typing import Any
 import pytest
 
 from jennah.domain import rules
+from jennah.domain.claim_state import ClaimState
+from jennah.domain.formation import SOURCE_STEP
 from jennah.domain.models import (
     Authority,
     BriefVariant,
@@ -494,6 +497,29 @@ def test_list_claims_pages_by_id(store: MemoryStore, scope: ScopeRef) -> None:
     assert [r.id for r in store.list_claims(scope, None, ids[1], 2)] == ids[2:4]
     assert [r.id for r in store.list_claims(scope, None, ids[3], 2)] == ids[4:]
     assert store.list_claims(scope, [Status.DORMANT], None, 10) == []
+
+
+def test_claim_states_are_the_claims_as_stored(store: MemoryStore, scope: ScopeRef) -> None:
+    assert store.list_claim_states(scope, None) == []
+    full = full_claim(scope)
+    formed = claim(scope, "Ana flies on Mondays", metadata={SOURCE_STEP: "frm_1", "a": "b"})
+    quiet = claim(scope, "Ana reads", summary="  ", valid_at=at(2020), created_at=at(2021))
+    hidden = claim(scope, "Ana naps")
+    store.apply(registered(scope, full, formed, quiet, hidden))
+    update = ClaimUpdate(memory_id=hidden.id, expected_revision=1, status=Status.DORMANT)
+    store.apply(CommitPlan(scope=scope, claim_updates=[update]))
+
+    states = store.list_claim_states(scope, None)
+    assert states == [ClaimState.of(r) for r in store.list_claims(scope, None, None, 10)]
+    by_id = {state.id: state for state in states}
+    assert [state.id for state in states] == sorted(by_id)
+    assert by_id[formed.id].source_step == "frm_1" and by_id[full.id].source_step is None
+    assert (by_id[hidden.id].status, by_id[hidden.id].revision) == (Status.DORMANT, 2)
+    assert by_id[full.id].valid_until == at(2031, 2, 3) and by_id[full.id].revision == 4
+    assert by_id[quiet.id].created_at is not None  # the commit's time, as on every record
+    active = store.list_claim_states(scope, [Status.ACTIVE])
+    assert [state.id for state in active] == sorted([full.id, formed.id, quiet.id])
+    assert store.list_claim_states(scope, [Status.DORMANT, Status.RETRACTED]) == [by_id[hidden.id]]
 
 
 # -- destroying a scope -------------------------------------------------------------------

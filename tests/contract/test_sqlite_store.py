@@ -17,6 +17,7 @@ from jennah.adapters.sqlite.connection import open_connection
 from jennah.adapters.sqlite.store import SqliteStore
 from jennah.adapters.sqlite.vector_index import IndexRow, ScopeIndex
 from jennah.domain import rules
+from jennah.domain.claim_state import ClaimState
 from jennah.domain.models import (
     BriefVariant,
     ClaimUpdate,
@@ -508,29 +509,27 @@ def test_a_vector_index_built_after_claims_were_hidden_leaves_them_out(tmp_path:
     assert search_ids(writer_store, scope, "Ana chess") == [shown]
 
 
-def test_listed_claims_follow_every_write_and_are_the_caller_s_own(tmp_path: Path) -> None:
-    # list_claims answers from an in-process cache: it must follow this store's commits,
-    # another connection's, a destroy, and never hand out a record a caller changed
+def test_claim_states_follow_every_write(tmp_path: Path) -> None:
+    # list_claim_states answers from an in-process cache: it must follow this store's
+    # commits (updated in place), another connection's, and a destroy
     path = tmp_path / "memory.db"
     store, other, scope = SqliteStore(path), SqliteStore(path), new_scope()
     first = commit_items(store, scope, chunks=[ChunkInput(text="Ana plays chess")]).chunk_ids[0]
-    (listed,) = store.list_claims(scope, None, None, 10)
-    listed.applies_to.append("changed")
-    listed.metadata["changed"] = "yes"
-    (again,) = store.list_claims(scope, None, None, 10)
-    assert (again.applies_to, again.metadata) == ([], {})
+    (listed,) = store.list_claim_states(scope, None)
     (stored,) = store.get_chunks(scope, [first])
-    assert again == stored.model_copy(update={"embedding": None})
+    assert listed == ClaimState.of(stored)
+    assert store.list_claim_states(scope, None)[0] is listed  # unchanged: the same object
 
     update = ClaimUpdate(memory_id=first, expected_revision=1, status=Status.DORMANT)
     store.apply(CommitPlan(scope=scope, claim_updates=[update]))  # this store's commit
-    assert [r.status for r in store.list_claims(scope, None, None, 10)] == [Status.DORMANT]
+    (dormant,) = store.list_claim_states(scope, None)
+    assert (dormant.status, dormant.revision) == (Status.DORMANT, 2)
     second = commit_items(other, scope, chunks=[ChunkInput(text="Ana reads")]).chunk_ids[0]
-    assert [r.id for r in store.list_claims(scope, None, None, 10)] == sorted([first, second])
-    assert [r.id for r in store.list_claims(scope, [Status.ACTIVE], None, 10)] == [second]
+    assert [s.id for s in store.list_claim_states(scope, None)] == sorted([first, second])
+    assert [s.id for s in store.list_claim_states(scope, [Status.ACTIVE])] == [second]
 
     other.destroy_scope(scope)
-    assert store.list_claims(scope, None, None, 10) == []
+    assert store.list_claim_states(scope, None) == []
     store.close()
     other.close()
 
@@ -539,7 +538,10 @@ def test_a_scope_over_the_claim_cache_budget_is_listed_from_the_table(tmp_path: 
     store, scope = SqliteStore(tmp_path / "memory.db", claim_cache_rows=2), new_scope()
     chunks = [ChunkInput(text=f"Ana fact {n}") for n in range(3)]
     ids = sorted(commit_items(store, scope, chunks=chunks).chunk_ids)
-    assert [r.id for r in store.list_claims(scope, None, None, 10)] == ids
+    assert [s.id for s in store.list_claim_states(scope, None)] == ids
+    update = ClaimUpdate(memory_id=ids[0], expected_revision=1, status=Status.DORMANT)
+    store.apply(CommitPlan(scope=scope, claim_updates=[update]))
+    assert [s.id for s in store.list_claim_states(scope, [Status.ACTIVE])] == ids[1:]
     assert [r.id for r in store.list_claims(scope, None, ids[0], 1)] == ids[1:2]
     store.close()
 

@@ -48,6 +48,7 @@ from jennah.domain.billing import (
     check_billing,
 )
 from jennah.domain.card import CardKey, ClaimFilter
+from jennah.domain.claim_state import ClaimState
 from jennah.domain.lifecycle import WalkCursor
 from jennah.domain.models import (
     HIDDEN_STATUSES,
@@ -426,6 +427,15 @@ class FakeStore:
         if after is not None:
             rows = [r for r in rows if newest_first(r) > (-micros(after[0]), after[1])]
         return [r.model_copy(update={"embedding": None}) for r in rows[:limit]]
+
+    def list_claim_states(
+        self, scope: ScopeRef, statuses: Sequence[Status] | None
+    ) -> list[ClaimState]:
+        return [
+            ClaimState.of(r)
+            for r in self._chunks(scope)
+            if statuses is None or r.status in statuses
+        ]
 
     def list_evidence(self, scope: ScopeRef, memory_ids: Sequence[str]) -> list[Evidence]:
         wanted = set(memory_ids)

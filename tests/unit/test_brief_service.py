@@ -169,7 +169,7 @@ def test_the_stored_brief_is_served_as_stored_even_when_claims_changed_since() -
     assert "- fact: 1\n" in served.text
 
 
-def test_active_claims_reads_every_page() -> None:
+def test_active_claims_are_every_active_claim_by_id() -> None:
     store = FakeStore()
     ids = [f"m{i:04}" for i in range(2501)]
     store.apply(CommitPlan(scope=SCOPE, chunks=[record(i) for i in ids]))

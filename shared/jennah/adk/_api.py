@@ -2,7 +2,8 @@
 
 Private, and small on purpose: one function per route, JSON in and out, a Google error
 body raised as the jennah.errors exception of its status (reason and metadata kept).
-When jennah.client (the SDK) lands, this module is the one file to switch onto it.
+jennah.client (the SDK) is synchronous and ADK is async, so this module keeps its own
+async httpx calls; it takes its credentials from the SDK (jennah.client.credentials).
 Reach is the server's business: nothing here decides who may read or write what.
 """
 
@@ -15,7 +16,7 @@ from urllib.parse import quote
 
 import httpx
 
-from jennah.cli.options import resolve_token
+from jennah.client.credentials import resolve_token
 from jennah.errors import DeadlineExceeded, JennahError, Unavailable, from_status
 from jennah.settings import Settings
 

@@ -84,17 +84,19 @@ import functools
 import hashlib
 import itertools
 import re
+import threading
 import unicodedata
+from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from importlib import resources
 from typing import Any, NamedTuple
 
+from jennah.domain.claim_state import Claim, ClaimState
 from jennah.domain.models import (
     Authority,
     BriefVariant,
-    MemoryRecord,
     MemoryType,
     Sensitivity,
     Status,
@@ -196,7 +198,7 @@ def count_lines(lines: Sequence[str]) -> list[int]:
 # eligibility and weight
 
 
-def eligible(claim: MemoryRecord, now: datetime | None) -> bool:
+def eligible(claim: Claim, now: datetime | None) -> bool:
     """Active, of normal sensitivity, not retired, and valid at `now` when given."""
     if claim.status is not Status.ACTIVE or claim.sensitivity is not Sensitivity.NORMAL:
         return False
@@ -209,7 +211,7 @@ def eligible(claim: MemoryRecord, now: datetime | None) -> bool:
     )
 
 
-def ranks(claim: MemoryRecord) -> tuple[int, int]:
+def ranks(claim: Claim) -> tuple[int, int]:
     """(weight, directive weight) as small integers, the lower the heavier: pinned first,
     then authority then hard (weight), or hard then authority (directive weight)."""
     authority = _RANK_BY_VALUE[claim.authority._value_]
@@ -218,21 +220,21 @@ def ranks(claim: MemoryRecord) -> tuple[int, int]:
     return unpinned * 8 + authority * 2 + soft, unpinned * 8 + soft * 4 + authority
 
 
-def weight(claim: MemoryRecord) -> tuple[int, str]:
+def weight(claim: Claim) -> tuple[int, str]:
     """Sort key, heaviest first: pinned, authority, hard, id."""
     return ranks(claim)[0], claim.id
 
 
-def directive_weight(claim: MemoryRecord) -> tuple[int, str]:
+def directive_weight(claim: Claim) -> tuple[int, str]:
     """Directives' sort key, heaviest first: pinned, hard rules, authority, id."""
     return ranks(claim)[1], claim.id
 
 
-def is_identity(claim: MemoryRecord) -> bool:
+def is_identity(claim: Claim) -> bool:
     return claim.type._value_ in _IDENTITY_VALUES
 
 
-def is_directive(claim: MemoryRecord) -> bool:
+def is_directive(claim: Claim) -> bool:
     kind = claim.type._value_
     return kind in _DIRECTIVE_VALUES or (
         kind not in _IDENTITY_VALUES and (claim.pin or claim.authority is Authority.USER_EXPLICIT)
@@ -276,11 +278,11 @@ def reference(scope_id: str, memory_id: str) -> str:
     return memory_ref(scope_id, memory_id)
 
 
-def _claim_text(claim: MemoryRecord) -> str:
+def _claim_text(claim: Claim) -> str:
     return claim.summary if claim.summary.strip() else claim.text
 
 
-def _tags(claim: MemoryRecord, *, strength: bool, extra: str = "") -> str:
+def _tags(claim: Claim, *, strength: bool, extra: str = "") -> str:
     tags = [extra] if extra else []
     if strength:
         tags.append(claim.strength.value)
@@ -291,7 +293,7 @@ def _tags(claim: MemoryRecord, *, strength: bool, extra: str = "") -> str:
     return f"({', '.join(tags)}) " if tags else ""
 
 
-def claim_line(scope_id: str, claim: MemoryRecord, tags: str) -> str | None:
+def claim_line(scope_id: str, claim: Claim, tags: str) -> str | None:
     text = _claim_text(claim)
     if not text.strip():
         return None
@@ -344,13 +346,13 @@ def _fill(section: _Section, entries: Iterable[tuple[str | None, str | None]]) -
     return section
 
 
-def _identity(scope_id: str, ranked: Sequence[MemoryRecord]) -> _Section:
+def _identity(scope_id: str, ranked: Sequence[Claim]) -> _Section:
     chosen = (c for c in ranked if is_identity(c))
     entries = ((claim_line(scope_id, c, _tags(c, strength=False)), c.id) for c in chosen)
     return _fill(_Section(IDENTITY_HEADING, IDENTITY_BUDGET), entries)
 
 
-def _directives(scope_id: str, directives: Sequence[MemoryRecord]) -> _Section:
+def _directives(scope_id: str, directives: Sequence[Claim]) -> _Section:
     entries = ((claim_line(scope_id, c, _tags(c, strength=True)), c.id) for c in directives)
     return _fill(_Section(DIRECTIVES_HEADING, DIRECTIVES_BUDGET), entries)
 
@@ -365,13 +367,13 @@ class _Group:
 
     __slots__ = ("count", "heaviest", "lasting", "until")
 
-    def __init__(self, claim: MemoryRecord) -> None:
+    def __init__(self, claim: Claim) -> None:
         self.count = 0
         self.heaviest = self.lasting = claim
         self.until = claim.valid_until
 
 
-def _count(groups: dict[str, _Group], key: str, claim: MemoryRecord) -> None:
+def _count(groups: dict[str, _Group], key: str, claim: Claim) -> None:
     group = groups.get(key)
     if group is None:
         group = groups[key] = _Group(claim)
@@ -381,7 +383,7 @@ def _count(groups: dict[str, _Group], key: str, claim: MemoryRecord) -> None:
         group.lasting, group.until = claim, until
 
 
-def _topics(scope_id: str, ranked: Sequence[MemoryRecord]) -> _Section:
+def _topics(scope_id: str, ranked: Sequence[Claim]) -> _Section:
     groups: dict[str, _Group] = {}  # by type value, and by "about:" + folded subject
     for claim in ranked:
         _count(groups, claim.type._value_, claim)
@@ -415,7 +417,7 @@ def _topic_line(scope_id: str, line: str, group: _Group) -> tuple[str, str | Non
 
 def _last(
     scope_id: str,
-    shown: dict[str, tuple[int, int, str, MemoryRecord]],
+    shown: dict[str, tuple[int, int, str, Claim]],
     last: LastConversation | None,
 ) -> _Section:
     if last is None or not _SAFE_ID.match(last.step_id):
@@ -441,7 +443,7 @@ def _how(memory_id: str, last: LastConversation) -> str:
 
 def compile_brief(
     scope_id: str,
-    claims: Iterable[MemoryRecord],
+    claims: Iterable[Claim],
     last_conversation: LastConversation | None,
     variant: BriefVariant,
     now: datetime | None = None,
@@ -452,14 +454,35 @@ def compile_brief(
 
 def compile_variants(
     scope_id: str,
-    claims: Iterable[MemoryRecord],
+    claims: Iterable[Claim],
     last_conversation: LastConversation | None,
     variants: Sequence[BriefVariant],
     now: datetime | None = None,
 ) -> list[CompiledBrief]:
-    """compile_brief for each variant, the sections they share compiled once."""
+    """compile_brief for each variant, the sections they share compiled once; the last
+    compiles' results reused when the claims shown are the same (see `_Compiled`)."""
     unique = _unique(claims)
-    keyed = [(*ranks(c), c.id, c) for c in _shown(unique, now)]
+    shown = _shown(unique, now)
+    # only immutable claims are remembered: a record changed in place would compare equal
+    remember = all(type(claim) is ClaimState for claim in shown)
+    key = (scope_id, tuple(variants), last_conversation)
+    known = _COMPILED.get(key, shown) if remember else None
+    if known is not None:
+        return known
+    compiled = _compile_shown(scope_id, shown, last_conversation, variants, unique)
+    if remember:
+        _COMPILED.put(key, shown, compiled)
+    return compiled
+
+
+def _compile_shown(
+    scope_id: str,
+    shown: list[Claim],
+    last_conversation: LastConversation | None,
+    variants: Sequence[BriefVariant],
+    unique: dict[str, Claim],
+) -> list[CompiledBrief]:
+    keyed = [(*ranks(c), c.id, c) for c in shown]
     ranked = [c for _, _, _, c in sorted(keyed, key=lambda k: (k[0], k[2]))]
     directives = [c for _, _, _, c in sorted(
         (k for k in keyed if is_directive(k[3])), key=lambda k: (k[1], k[2]))]  # fmt: skip
@@ -478,7 +501,58 @@ def compile_variants(
     ]  # fmt: skip
 
 
-def _unique(claims: Iterable[MemoryRecord]) -> dict[str, MemoryRecord]:
+_CompileKey = tuple[str, tuple[BriefVariant, ...], LastConversation | None]
+
+
+class _Compiled:
+    """The last compiles (of up to MAX_CLAIMS shown claims in all), by scope, variants
+    and last conversation, with the claims they showed. A brief is a function of exactly
+    those (the claims shown at `now`, their fields, compared whole: a ClaimState is a
+    tuple, so an unchanged scope compares in C, and a claim handed out again by a store's
+    cache compares by identity; only ClaimStates, immutable, are remembered), so a
+    compile whose shown claims are equal to a
+    remembered one's answers its result: the pass after a write that changed nothing the
+    brief shows (a sensitive claim, an expired line), a GET of a never-compiled brief
+    again. Thread-safe (the deferred pass and requests compile at once)."""
+
+    MAX_CLAIMS = 50_000
+
+    def __init__(self) -> None:
+        self._entries: OrderedDict[_CompileKey, tuple[list[Claim], list[CompiledBrief]]] = (
+            OrderedDict()
+        )
+        self._lock = threading.Lock()
+
+    def get(self, key: _CompileKey, shown: list[Claim]) -> list[CompiledBrief] | None:
+        with self._lock:
+            entry = self._entries.get(key)
+            if entry is None or entry[0] != shown:
+                return None
+            self._entries.move_to_end(key)
+        return [_copied(brief) for brief in entry[1]]
+
+    def put(self, key: _CompileKey, shown: list[Claim], compiled: list[CompiledBrief]) -> None:
+        with self._lock:
+            self._entries[key] = (shown, [_copied(brief) for brief in compiled])
+            self._entries.move_to_end(key)
+            total = sum(len(claims) for claims, _ in self._entries.values())
+            while total > self.MAX_CLAIMS and len(self._entries) > 1:
+                _, (dropped, _) = self._entries.popitem(last=False)
+                total -= len(dropped)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
+
+
+def _copied(brief: CompiledBrief) -> CompiledBrief:
+    return brief._replace(expiries=dict(brief.expiries))  # the only mutable part
+
+
+_COMPILED = _Compiled()
+
+
+def _unique(claims: Iterable[Claim]) -> dict[str, Claim]:
     """One claim per id, the highest revision (then the greatest text) when repeated."""
     given = list(claims)
     unique = {c.id: c for c in given}
@@ -495,7 +569,7 @@ def _unique(claims: Iterable[MemoryRecord]) -> dict[str, MemoryRecord]:
 _SAFE_IDS = re.compile(r"(?:[A-Za-z0-9_.:\-]{1,128}\n)*")
 
 
-def _shown(claims: dict[str, MemoryRecord], now: datetime | None) -> list[MemoryRecord]:
+def _shown(claims: dict[str, Claim], now: datetime | None) -> list[Claim]:
     """The eligible claims whose id can be written in a reference (every id, usually:
     checked at once)."""
     safe = _SAFE_IDS.fullmatch("".join(f"{i}\n" for i in claims)) is not None
@@ -506,7 +580,7 @@ def _assemble(
     scope_id: str,
     variant: BriefVariant,
     sections: Sequence[_Section],
-    claims: dict[str, MemoryRecord],
+    claims: dict[str, Claim],
 ) -> CompiledBrief:
     frame = [OPEN.format(scope=scope_id, variant=variant.value), PREAMBLE, CLOSE]
     lines = frame[:2]
@@ -520,7 +594,7 @@ def _assemble(
     return CompiledBrief(text, tokens, expiries)
 
 
-def _expiries(claims: dict[str, MemoryRecord], referenced: Iterable[str]) -> dict[str, datetime]:
+def _expiries(claims: dict[str, Claim], referenced: Iterable[str]) -> dict[str, datetime]:
     found = {}
     for memory_id in sorted(set(referenced)):
         until = claims[memory_id].valid_until

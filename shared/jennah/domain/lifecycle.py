@@ -27,10 +27,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from datetime import UTC, date, datetime, time, timedelta, tzinfo
 from enum import StrEnum
+from typing import TypeVar
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import BaseModel, ConfigDict
 
+from jennah.domain.claim_state import Claim, ClaimState
 from jennah.domain.models import (
     Authority,
     ChangeLogEntry,
@@ -91,20 +93,29 @@ def start_of_local_day(day: date, zone: tzinfo) -> datetime:
     return datetime.combine(day, time(0), tzinfo=zone).astimezone(UTC)
 
 
-def is_expired(claim: MemoryRecord, now: datetime) -> bool:
+# The rules read a ClaimState (what the pass reads) or a full MemoryRecord alike.
+C = TypeVar("C", ClaimState, MemoryRecord)
+
+
+def is_expired(claim: Claim, now: datetime) -> bool:
     return claim.valid_until is not None and now >= claim.valid_until
 
 
-def is_decayed(claim: MemoryRecord, now: datetime, zone: tzinfo) -> bool:
+def is_decayed(claim: Claim, now: datetime, zone: tzinfo) -> bool:
+    return _decayed(claim, local_day(now, zone), zone)
+
+
+def _decayed(claim: Claim, today: date, zone: tzinfo) -> bool:
+    """is_decayed with the local day of `now` worked out once (`today`)."""
     if claim.authority is not Authority.INFERRED or claim.pin:
         return False
     last = claim.last_reinforced_at or claim.created_at
     if last is None:  # never committed: no age to judge
         return False
-    return local_day(now, zone) - local_day(last, zone) >= timedelta(days=DECAY_DAYS)
+    return today - local_day(last, zone) >= timedelta(days=DECAY_DAYS)
 
 
-def is_promoted(claim: MemoryRecord) -> bool:
+def is_promoted(claim: Claim) -> bool:
     return (
         claim.durability is Durability.PASSING
         and claim.reinforcement_count >= PROMOTION_REINFORCEMENTS
@@ -113,16 +124,21 @@ def is_promoted(claim: MemoryRecord) -> bool:
     )
 
 
-def transition(claim: MemoryRecord, now: datetime, zone: tzinfo) -> Transition | None:
+def transition(claim: Claim, now: datetime, zone: tzinfo) -> Transition | None:
     """The one transition due for the claim at `now`, or None (see the module doc)."""
+    return _transition(claim, now, local_day(now, zone), zone)
+
+
+def _transition(claim: Claim, now: datetime, today: date, zone: tzinfo) -> Transition | None:
+    """transition with the local day of `now` worked out once (`today`)."""
     if claim.status is not Status.ACTIVE:
         return None
-    day = local_day(now, zone).isoformat()
+    day = today.isoformat()
     if is_expired(claim, now):
         closes = claim.valid_until if claim.invalid_at is None else None
         update = _update(claim, status=Status.EXPIRED, invalid_at=closes)
         return _made(Change.EXPIRED, update, day, Status.ACTIVE.value, Status.EXPIRED.value)
-    if is_decayed(claim, now, zone):
+    if _decayed(claim, today, zone):
         update = _update(claim, status=Status.DORMANT)
         return _made(Change.DECAYED, update, day, Status.ACTIVE.value, Status.DORMANT.value)
     if is_promoted(claim):
@@ -133,13 +149,14 @@ def transition(claim: MemoryRecord, now: datetime, zone: tzinfo) -> Transition |
     return None
 
 
-def transitions(claims: Iterable[MemoryRecord], now: datetime, zone: tzinfo) -> list[Transition]:
+def transitions(claims: Iterable[Claim], now: datetime, zone: tzinfo) -> list[Transition]:
     """Every transition due at `now`, in claim id order."""
-    due = (transition(claim, now, zone) for claim in sorted(claims, key=lambda c: c.id))
+    today = local_day(now, zone)
+    due = (_transition(c, now, today, zone) for c in sorted(claims, key=lambda c: c.id))
     return [t for t in due if t is not None]
 
 
-def after_moves(claims: Sequence[MemoryRecord], moves: Sequence[Transition]) -> list[MemoryRecord]:
+def after_moves(claims: Sequence[C], moves: Sequence[Transition]) -> list[C]:
     """The claims as they stand once `moves` are applied (state and revision), in id order."""
     changed = {move.update.memory_id: move.update for move in moves}
     after = []
@@ -149,9 +166,7 @@ def after_moves(claims: Sequence[MemoryRecord], moves: Sequence[Transition]) -> 
     return after
 
 
-def active_after(
-    claims: Sequence[MemoryRecord], moves: Sequence[Transition], now: datetime
-) -> list[MemoryRecord]:
+def active_after(claims: Sequence[C], moves: Sequence[Transition], now: datetime) -> list[C]:
     """The claims that are active and valid at `now` once `moves` are applied (the
     brief's input), in id order."""
     return [
@@ -195,7 +210,7 @@ def walk_start(cursor: WalkCursor | None, now: datetime) -> WalkCursor:
     return WalkCursor(started_at=now)
 
 
-def _update(claim: MemoryRecord, **fields: object) -> ClaimUpdate:
+def _update(claim: Claim, **fields: object) -> ClaimUpdate:
     return ClaimUpdate.model_validate(
         {"memory_id": claim.id, "expected_revision": claim.revision, **fields}
     )
@@ -208,8 +223,14 @@ def _made(change: Change, update: ClaimUpdate, day: str, was: str, becomes: str)
     return Transition(change=change, update=update, entry=entry)
 
 
-def _applied(claim: MemoryRecord, update: ClaimUpdate) -> MemoryRecord:
+_STATE_FIELDS = frozenset(ClaimState._fields)
+
+
+def _applied(claim: C, update: ClaimUpdate) -> C:
     fields = update.model_dump(exclude={"memory_id", "expected_revision"}, exclude_none=True)
     if claim.invalid_at is not None:
         fields.pop("invalid_at", None)
-    return claim.model_copy(update={**fields, "revision": claim.revision + 1})
+    fields["revision"] = claim.revision + 1
+    if isinstance(claim, ClaimState):  # a transition changes only fields a state holds
+        return claim._replace(**{k: v for k, v in fields.items() if k in _STATE_FIELDS})
+    return claim.model_copy(update=fields)

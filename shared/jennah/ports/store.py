@@ -13,6 +13,7 @@ from datetime import datetime
 from typing import Protocol
 
 from jennah.domain.card import CardKey, ClaimFilter
+from jennah.domain.claim_state import ClaimState
 from jennah.domain.models import (
     BriefVariant,
     ChangeLogEntry,
@@ -107,6 +108,14 @@ class MemoryStore(Protocol):
         after the card key `after` (created_at, id) when given, at most `limit`. Read
         through an index on (scope, created_at): a page costs about `limit` rows however
         large the scope. Embeddings are left out (None)."""
+
+    def list_claim_states(
+        self, scope: ScopeRef, statuses: Sequence[Status] | None
+    ) -> list[ClaimState]:
+        """Every claim of the scope whose status is one of `statuses` (all when None),
+        whatever its validity, as a ClaimState (only the fields the lifecycle pass and the
+        brief read), ordered by id, in one read. The states are immutable: a store may
+        answer the same objects again while the claims do not change."""
         ...
 
     def list_evidence(self, scope: ScopeRef, memory_ids: Sequence[str]) -> list[Evidence]:

@@ -10,7 +10,8 @@ nothing (a GET never writes).
 Last conversation (design §6, "a short summary of the most recent session"): the
 claims the most recent formation formed or reinforced. A formation writes an evidence
 line `conv://{scope}/{stepId}#turn=a-b` for each claim it forms or reinforces, recorded at
-its receipt time, and every formed claim carries its step in `jennah.source_step`.
+its receipt time, and every formed claim carries its step in `jennah.source_step` (its
+ClaimState's `source_step`).
 So: the LAST_CANDIDATES most recently formed claims (by formedAt) and most recently
 reinforced ones (by lastReinforcedAt) are read with their evidence (one bounded read);
 the step of the newest of those lines (recordedAt, then ref) is the last conversation
@@ -33,11 +34,10 @@ from jennah.domain.brief import (
     etag,
     without_expired,
 )
-from jennah.domain.formation import SOURCE_STEP
+from jennah.domain.claim_state import ClaimState
 from jennah.domain.models import (
     BriefVariant,
     Evidence,
-    MemoryRecord,
     ScopeRef,
     Status,
     StoredBrief,
@@ -45,7 +45,6 @@ from jennah.domain.models import (
 from jennah.ports.store import MemoryStore
 
 LAST_CANDIDATES = 64  # recent claims whose evidence is read to find the last conversation
-CLAIMS_PAGE = 1000  # list_claims page size when the service reads a scope's claims itself
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
@@ -58,7 +57,7 @@ class ServedBrief(NamedTuple):
 def compile_briefs(
     store: MemoryStore,
     scope: ScopeRef,
-    active: Sequence[MemoryRecord],
+    active: Sequence[ClaimState],
     now: datetime | None = None,
     variants: Sequence[BriefVariant] = tuple(BriefVariant),
 ) -> list[StoredBrief]:
@@ -86,22 +85,16 @@ def read_brief(
     return ServedBrief(text, tokens, etag(text))
 
 
-def active_claims(store: MemoryStore, scope: ScopeRef) -> list[MemoryRecord]:
-    """Every active claim of the scope, page by page, in id order."""
-    claims: list[MemoryRecord] = []
-    while True:
-        after = claims[-1].id if claims else None
-        page = store.list_claims(scope, [Status.ACTIVE], after, CLAIMS_PAGE)
-        claims.extend(page)
-        if len(page) < CLAIMS_PAGE:
-            return claims
+def active_claims(store: MemoryStore, scope: ScopeRef) -> list[ClaimState]:
+    """Every active claim of the scope, in id order (one read of their states)."""
+    return store.list_claim_states(scope, [Status.ACTIVE])
 
 
 def last_conversation(
-    store: MemoryStore, scope: ScopeRef, claims: Sequence[MemoryRecord]
+    store: MemoryStore, scope: ScopeRef, claims: Sequence[ClaimState]
 ) -> LastConversation | None:
     """The most recent formation and what it formed or reinforced (see the module doc)."""
-    formed_by_step = [c for c in claims if c.metadata.get(SOURCE_STEP)]
+    formed_by_step = [c for c in claims if c.source_step]
     formed = heapq.nlargest(
         LAST_CANDIDATES, formed_by_step, key=lambda c: (c.created_at or _EPOCH, c.id)
     )
@@ -115,10 +108,10 @@ def last_conversation(
         return None
     prefix = f"conv://{scope.scope_id}/"
     lines = [e for e in store.list_evidence(scope, ids) if e.ref.startswith(prefix)]
-    step = _newest_step(lines, prefix) or (formed[0].metadata[SOURCE_STEP] if formed else None)
+    step = _newest_step(lines, prefix) or (formed[0].source_step if formed else None)
     if step is None:
         return None
-    made = frozenset(c.id for c in formed_by_step if c.metadata[SOURCE_STEP] == step)
+    made = frozenset(c.id for c in formed_by_step if c.source_step == step)
     again = frozenset(e.memory_id for e in lines if _step(e.ref, prefix) == step) - made
     return LastConversation(step_id=step, formed=made, reinforced=again)
 

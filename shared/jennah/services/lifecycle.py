@@ -35,10 +35,10 @@ from datetime import datetime
 from typing import Protocol
 
 from jennah.domain import lifecycle
+from jennah.domain.claim_state import ClaimState
 from jennah.domain.lifecycle import Change, Transition, WalkCursor
 from jennah.domain.models import (
     CommitPlan,
-    MemoryRecord,
     ScopeRecord,
     ScopeRef,
     Status,
@@ -48,12 +48,11 @@ from jennah.domain.rules import REVISION_CHANGED
 from jennah.errors import Aborted, FailedPrecondition, InvalidArgument, JennahError, NotFound
 from jennah.ports.cursors import CursorStore
 from jennah.ports.store import MemoryStore
-from jennah.services.brief import compile_briefs
+from jennah.services.brief import active_claims, compile_briefs
 
 log = logging.getLogger(__name__)
 
 MAX_ROUNDS = 5  # reads of one pass: its write, and what another writer made it redo
-CLAIMS_PAGE = 1000  # list_claims page size
 WALK_BATCH = 100  # scopes read per walk_scopes call
 CURSOR = "lifecycle"  # the nightly walk's cursor name
 
@@ -94,7 +93,7 @@ def dream(store: MemoryStore, scope: ScopeRef, now: datetime) -> DreamReport:
     """
     zone = lifecycle.scope_zone(_registration(store, scope).time_zone)
     report = DreamReport(scope=scope)
-    claims = _active_claims(store, scope)
+    claims = active_claims(store, scope)
     for rounds in range(1, MAX_ROUNDS + 1):
         report = replace(report, rounds=rounds)
         moves = lifecycle.transitions(claims, now, zone)
@@ -106,11 +105,11 @@ def dream(store: MemoryStore, scope: ScopeRef, now: datetime) -> DreamReport:
         except Aborted as exc:
             if exc.reason != REVISION_CHANGED:
                 raise
-            claims = _active_claims(store, scope)
+            claims = active_claims(store, scope)
             continue
         report = report.plus(moves, briefs)
         expected = [c for c in lifecycle.after_moves(claims, moves) if c.status is Status.ACTIVE]
-        claims = _active_claims(store, scope)
+        claims = active_claims(store, scope)
         if _versions(claims) == _versions(expected):
             return report  # nobody changed a claim in between: what it wrote is current
     raise Aborted(
@@ -230,22 +229,12 @@ def _registration(store: MemoryStore, scope: ScopeRef) -> ScopeRecord:
     return record
 
 
-def _active_claims(store: MemoryStore, scope: ScopeRef) -> list[MemoryRecord]:
-    claims: list[MemoryRecord] = []
-    while True:
-        after = claims[-1].id if claims else None
-        page = store.list_claims(scope, [Status.ACTIVE], after, CLAIMS_PAGE)
-        claims.extend(page)
-        if len(page) < CLAIMS_PAGE:
-            return claims
-
-
-def _versions(claims: Sequence[MemoryRecord]) -> list[tuple[str, int]]:
+def _versions(claims: Sequence[ClaimState]) -> list[tuple[str, int]]:
     return [(claim.id, claim.revision) for claim in claims]
 
 
 def _changed_briefs(
-    store: MemoryStore, scope: ScopeRef, active: Sequence[MemoryRecord], now: datetime
+    store: MemoryStore, scope: ScopeRef, active: Sequence[ClaimState], now: datetime
 ) -> list[StoredBrief]:
     """The compiled briefs whose bytes (text, token count, expiries) differ from the stored."""
     changed = []

@@ -44,14 +44,18 @@ from jennah import errors
 from jennah.adapters.spanner.calls import CallBound, bounded, utc
 from jennah.domain import rules
 from jennah.domain.card import CardKey, ClaimFilter
+from jennah.domain.claim_state import ClaimState
+from jennah.domain.formation import SOURCE_STEP
 from jennah.domain.models import (
     HIDDEN_STATUSES,
+    Authority,
     BriefVariant,
     ChangeLogEntry,
     ClaimUpdate,
     CommitPlan,
     CommitResult,
     Direction,
+    Durability,
     Evidence,
     ExecutionLogStep,
     FilterOperator,
@@ -59,12 +63,15 @@ from jennah.domain.models import (
     GraphEdge,
     GraphNode,
     MemoryRecord,
+    MemoryType,
     MetadataFilter,
     ScopeRecord,
     ScopeRef,
     ScoredRecord,
+    Sensitivity,
     Status,
     StoredBrief,
+    Strength,
     Supersession,
 )
 from jennah.domain.suppression import Suppression
@@ -79,6 +86,12 @@ RECORD_COLUMNS = (
 )  # fmt: skip
 # What a read of many claims selects: every column but the embedding.
 CLAIM_COLUMNS = RECORD_COLUMNS[:-1]
+# A ClaimState's columns, in its fields' order (its source step is read apart).
+CLAIM_STATE_COLUMNS = (
+    "id", "revision", "status", "type", "about", "summary", "text", "strength", "pin",
+    "authority", "sensitivity", "durability", "reinforcement_count", "valid_at",
+    "invalid_at", "valid_until", "retired_at", "created_at", "last_reinforced_at",
+)  # fmt: skip
 NODE_COLUMNS = ("node_id", "label", "node_type", "properties", "created_at", "updated_at")
 EDGE_COLUMNS = (
     "edge_id", "source", "relation", "target", "properties", "valid_at", "invalid_at",
@@ -336,6 +349,22 @@ class SpannerStore:
             _from_row(MemoryRecord, CLAIM_COLUMNS, row, scope=scope)
             for row in self._execute(query, sql, "list the memory card")
         ]
+
+    def list_claim_states(
+        self, scope: ScopeRef, statuses: Sequence[Status] | None
+    ) -> list[ClaimState]:
+        """The scope's claims of those statuses (all when None) as ClaimStates, by id:
+        one query of the columns they hold (the source step read out of the metadata)."""
+        query = _Query.scoped(scope)
+        if statuses is not None:
+            wanted = sorted({status.value for status in statuses})
+            query.where(f"status IN UNNEST({query.bind('statuses', wanted, _STRING_ARRAY)})")
+        step = query.bind("source_step", SOURCE_STEP, param_types.STRING)
+        sql = (
+            f"SELECT {_select(CLAIM_STATE_COLUMNS)}, JSON_VALUE(metadata[{step}]) "
+            f"FROM memory_records WHERE {query.conditions()} ORDER BY id"
+        )
+        return [_claim_state(row) for row in self._execute(query, sql, "list claim states")]
 
     def list_evidence(self, scope: ScopeRef, memory_ids: Sequence[str]) -> list[Evidence]:
         """The named claims' evidence lines by memory id, recorded_at, ref."""
@@ -1160,6 +1189,37 @@ def _scope_record(scope: ScopeRef, row: Sequence[Any]) -> ScopeRecord:
 def _from_row(model: type[_M], columns: Sequence[str], row: Sequence[Any], **extra: Any) -> _M:
     values = {column: _from_column(column, v) for column, v in zip(columns, row, strict=True)}
     return model.model_validate(values | extra)
+
+
+def _claim_state(row: Sequence[Any]) -> ClaimState:
+    """A row of CLAIM_STATE_COLUMNS and the source step (validated when written)."""
+    (
+        record_id, revision, status, type_, about, summary, text, strength, pin, authority,
+        sensitivity, durability, reinforcement_count, valid_at, invalid_at, valid_until,
+        retired_at, created_at, last_reinforced_at, source_step,
+    ) = row  # fmt: skip
+    return ClaimState(
+        id=record_id,
+        revision=int(revision),
+        status=Status(status),
+        type=MemoryType(type_),
+        about=about,
+        summary=summary,
+        text=text,
+        strength=Strength(strength),
+        pin=bool(pin),
+        authority=Authority(authority),
+        sensitivity=Sensitivity(sensitivity),
+        durability=Durability(durability),
+        reinforcement_count=int(reinforcement_count),
+        valid_at=_utc_or_none(valid_at),
+        invalid_at=_utc_or_none(invalid_at),
+        valid_until=_utc_or_none(valid_until),
+        retired_at=_utc_or_none(retired_at),
+        created_at=_utc_or_none(created_at),
+        last_reinforced_at=_utc_or_none(last_reinforced_at),
+        source_step=source_step or None,
+    )
 
 
 def _from_column(column: str, value: Any) -> Any:

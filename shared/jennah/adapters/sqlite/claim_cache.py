@@ -1,11 +1,10 @@
-"""The in-process cache of scopes' claims that `SqliteStore.list_claims` answers from.
+"""The in-process cache of scopes' claims that `SqliteStore.list_claim_states` answers from.
 
-Why: the brief compiles from, and the lifecycle pass walks, every claim of a scope, and
-reading 5,000 rows of ~30 columns and building their records costs tens of
-milliseconds, over the 20 ms a brief compile may spend reading them. So a scope's
-claims (without embeddings) are kept as records, by id, once read, and each
-`list_claims` hands out copies of the ones it selects (a caller may change its copies;
-the cached records never change).
+Why: the brief compiles from, and the lifecycle pass walks, every claim of a scope after
+every write that changed claims, and reading 5,000 rows and building their states costs
+tens of milliseconds, over what a brief compile may spend reading them. So a scope's
+claims are kept as ClaimStates (immutable: handed out as they are, never copied), by
+id, once read.
 
 Coherence, as for the vector index (`vector_index.py`): a cache entry remembers the
 scope generation it reflects (`scope_generations`, bumped by a trigger on every write
@@ -20,45 +19,39 @@ Not thread-safe: the store serializes access with one lock.
 from __future__ import annotations
 
 import bisect
-import itertools
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 
-from jennah.adapters.sqlite.codec import copy_record
-from jennah.domain.models import MemoryRecord, ScopeRef, Status
+from jennah.domain.claim_state import ClaimState
+from jennah.domain.models import ScopeRef, Status
 
 
 class ScopeClaims:
-    """One scope's claims at one generation: records by id, and the ids in order."""
+    """One scope's claims at one generation: states by id, and the ids in order."""
 
-    def __init__(self, generation: int, records: Iterable[MemoryRecord]) -> None:
+    def __init__(self, generation: int, states: Iterable[ClaimState]) -> None:
         self.generation = generation
-        self._records = {record.id: record for record in records}
-        self._ids = sorted(self._records)
+        self._states = {state.id: state for state in states}
+        self._ids = sorted(self._states)
 
     @property
     def size(self) -> int:
         return len(self._ids)
 
-    def select(
-        self, statuses: Sequence[Status] | None, after: str | None, limit: int
-    ) -> list[MemoryRecord]:
-        """Copies of the claims of those statuses (all when None) after `after`, by id."""
-        wanted = None if statuses is None else frozenset(statuses)
-        start = 0 if after is None else bisect.bisect_right(self._ids, after)
-        chosen = (
-            self._records[record_id]
-            for record_id in itertools.islice(self._ids, start, None)
-            if wanted is None or self._records[record_id].status in wanted
-        )
-        return [copy_record(record) for record in itertools.islice(chosen, max(limit, 0))]
+    def select(self, statuses: Sequence[Status] | None) -> list[ClaimState]:
+        """The claims of those statuses (all when None), by id (the cached objects)."""
+        states = self._states
+        if statuses is None:
+            return [states[state_id] for state_id in self._ids]
+        wanted = frozenset(statuses)
+        return [state for state_id in self._ids if (state := states[state_id]).status in wanted]
 
-    def apply(self, records: Iterable[MemoryRecord], generation: int) -> None:
-        """Insert or replace records (by id); the entry then reflects `generation`."""
-        for record in records:
-            if record.id not in self._records:
-                bisect.insort(self._ids, record.id)
-            self._records[record.id] = record
+    def apply(self, states: Iterable[ClaimState], generation: int) -> None:
+        """Insert or replace states (by id); the entry then reflects `generation`."""
+        for state in states:
+            if state.id not in self._states:
+                bisect.insort(self._ids, state.id)
+            self._states[state.id] = state
         self.generation = generation
 
 
@@ -97,18 +90,18 @@ class ClaimCache:
         scope: ScopeRef,
         before: int,
         after: int,
-        records: Sequence[MemoryRecord] | None,
+        states: Sequence[ClaimState] | None,
     ) -> None:
         """Apply a commit that moved the scope from generation `before` to `after`:
-        `records` are its rows as committed, or None when they were not read back (then
+        `states` are its rows as committed, or None when they were not read back (then
         an entry is dropped)."""
         claims = self._scopes.get(scope)
         if claims is None or after == before:
             return
-        if claims.generation != before or records is None:
+        if claims.generation != before or states is None:
             del self._scopes[scope]
             return
-        claims.apply(records, after)
+        claims.apply(states, after)
         self._evict()
 
     def _evict(self) -> None:

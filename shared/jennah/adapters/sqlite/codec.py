@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from jennah.domain.claim_state import ClaimState
+from jennah.domain.formation import SOURCE_STEP
 from jennah.domain.models import (
     EMBEDDING_DIMENSIONS,
     Authority,
@@ -62,6 +64,8 @@ def required_datetime(value: int) -> datetime:
 
 
 def to_json(values: Mapping[str, str]) -> str:
+    if not values:  # most records' metadata and extensions: skip the encoder
+        return "{}"
     return json.dumps(dict(values), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
@@ -73,6 +77,8 @@ def from_json(text: str) -> dict[str, str]:
 
 
 def list_to_json(values: Sequence[str]) -> str:
+    if not values:
+        return "[]"
     return json.dumps(list(values), separators=(",", ":"), ensure_ascii=False)
 
 
@@ -200,19 +206,6 @@ def _restored(fields: dict[str, Any]) -> MemoryRecord:
     return record
 
 
-def copy_record(record: MemoryRecord) -> MemoryRecord:
-    """A copy sharing nothing mutable with `record` (its maps and lists are copied;
-    the rest is immutable), as cheap as `_restored`."""
-    fields = record.__dict__.copy()
-    fields["metadata"] = fields["metadata"].copy()
-    fields["applies_to"] = fields["applies_to"].copy()
-    fields["related"] = fields["related"].copy()
-    fields["extensions"] = fields["extensions"].copy()
-    if fields["embedding"] is not None:
-        fields["embedding"] = fields["embedding"].copy()
-    return _restored(fields)
-
-
 def record_from_row(row: Sequence[Any]) -> MemoryRecord:
     """The record a memory_records row (RECORD_COLUMNS, in order) holds. Every row was
     validated as a MemoryRecord when it was written, so it is constructed without
@@ -261,6 +254,47 @@ def record_from_row(row: Sequence[Any]) -> MemoryRecord:
             "extensions": from_json(extensions),
             "embedding": embedding_list(embedding),
         }
+    )
+
+
+# A ClaimState's columns, in its fields' order; the source step read out of the metadata
+# by SQLite (no JSON parsed in Python). The key holds a '.': quoted as a JSON path label.
+CLAIM_STATE_COLUMNS = (
+    "id, revision, status, type, about, summary, text, strength, pin, authority, "
+    "sensitivity, durability, reinforcement_count, valid_at, invalid_at, valid_until, "
+    f"retired_at, created_at, last_reinforced_at, json_extract(metadata, '$.\"{SOURCE_STEP}\"')"
+)
+
+
+def claim_state_from_row(row: Sequence[Any]) -> ClaimState:
+    """The ClaimState of a row of CLAIM_STATE_COLUMNS (validated when written: built
+    field by field, enums through dicts, as record_from_row does)."""
+    (
+        record_id, revision, status, type_, about, summary, text, strength, pin, authority,
+        sensitivity, durability, reinforcement_count, valid_at, invalid_at, valid_until,
+        retired_at, created_at, last_reinforced_at, source_step,
+    ) = row  # fmt: skip
+    return ClaimState(
+        record_id,
+        revision,
+        _STATUSES[status],
+        _TYPES[type_],
+        about,
+        summary,
+        text,
+        _STRENGTHS[strength],
+        bool(pin),
+        _AUTHORITIES[authority],
+        _SENSITIVITIES[sensitivity],
+        _DURABILITIES[durability],
+        reinforcement_count,
+        None if valid_at is None else _EPOCH + timedelta(microseconds=valid_at),
+        None if invalid_at is None else _EPOCH + timedelta(microseconds=invalid_at),
+        None if valid_until is None else _EPOCH + timedelta(microseconds=valid_until),
+        None if retired_at is None else _EPOCH + timedelta(microseconds=retired_at),
+        None if created_at is None else _EPOCH + timedelta(microseconds=created_at),
+        None if last_reinforced_at is None else _EPOCH + timedelta(microseconds=last_reinforced_at),
+        source_step or None,
     )
 
 

@@ -9,6 +9,7 @@ from jennah.adapters.sqlite import codec
 from jennah.adapters.sqlite.vector_index import IndexEntry, IndexRow
 from jennah.domain import rules
 from jennah.domain.card import CardKey, ClaimFilter
+from jennah.domain.claim_state import ClaimState
 from jennah.domain.models import (
     HIDDEN_STATUSES,
     BriefVariant,
@@ -359,11 +360,6 @@ def walk_scopes(conn: Connection, after: ScopeRef | None, limit: int) -> list[Sc
     return [codec.scope_record_from_row(row) for row in rows]
 
 
-def get_claims(conn: Connection, scope: ScopeRef, ids: Sequence[str]) -> list[MemoryRecord]:
-    """The named records without their embeddings, in id order."""
-    return _records_by_id(conn, scope, ids, codec.RECORD_COLUMNS_WITHOUT_EMBEDDING)
-
-
 def list_claims(
     conn: Connection,
     scope: ScopeRef,
@@ -417,6 +413,33 @@ def list_claims_page(
         params.append(claim_filter.applies_to)
     rows = conn.execute(f"{sql} ORDER BY created_at DESC, id LIMIT ?", (*params, limit))
     return [codec.record_from_row(row) for row in rows]
+
+
+def list_claim_states(
+    conn: Connection, scope: ScopeRef, statuses: Sequence[Status] | None
+) -> list[ClaimState]:
+    """The scope's claims of those statuses (all when None) as ClaimStates, by id: one
+    query of the columns they hold."""
+    sql = f"SELECT {codec.CLAIM_STATE_COLUMNS} FROM memory_records WHERE {_IN_SCOPE}"
+    params: list[Any] = [*_scope(scope)]
+    if statuses is not None:
+        wanted = sorted({status.value for status in statuses})
+        sql += f" AND status IN ({_marks(len(wanted))})"
+        params.extend(wanted)
+    return [codec.claim_state_from_row(row) for row in conn.execute(f"{sql} ORDER BY id", params)]
+
+
+def get_claim_states(conn: Connection, scope: ScopeRef, ids: Sequence[str]) -> list[ClaimState]:
+    """The named claims that exist as ClaimStates, in id order."""
+    states: list[ClaimState] = []
+    for batch in _batches(ids):
+        rows = conn.execute(
+            f"SELECT {codec.CLAIM_STATE_COLUMNS} FROM memory_records "
+            f"WHERE {_IN_SCOPE} AND id IN ({_marks(len(batch))})",
+            (*_scope(scope), *batch),
+        )
+        states.extend(codec.claim_state_from_row(row) for row in rows)
+    return sorted(states, key=lambda state: state.id)
 
 
 def list_evidence(conn: Connection, scope: ScopeRef, memory_ids: Sequence[str]) -> list[Evidence]:

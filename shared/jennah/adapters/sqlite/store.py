@@ -5,8 +5,8 @@ process and by BEGIN IMMEDIATE across processes; a whole CommitPlan is one
 transaction. Reads use pooled connections (WAL: readers never block the
 writer). Semantic search runs on an exact in-process numpy index per scope,
 see `vector_index.py` for why and how it stays coherent.
-`list_claims` answers from an in-process cache of scopes' claims kept coherent the
-same way (`claim_cache.py`).
+`list_claim_states` (the lifecycle pass's and the brief's read) answers from an
+in-process cache of scopes' claim states kept coherent the same way (`claim_cache.py`).
 
 The scope registry is the `scopes` table, written by the commit that first
 writes a scope. Destroying a scope deletes from every table of
@@ -35,6 +35,7 @@ from jennah.adapters.sqlite.schema import ensure_schema
 from jennah.adapters.sqlite.vector_index import IndexCache, IndexEntry, ScopeIndex
 from jennah.domain import rules
 from jennah.domain.card import CardKey, ClaimFilter
+from jennah.domain.claim_state import ClaimState
 from jennah.domain.models import (
     BriefVariant,
     ChangeLogEntry,
@@ -64,8 +65,8 @@ if TYPE_CHECKING:
 # Rows of all scopes' in-memory indexes together (~1.5 KB each). A scope larger
 # than this is searched with an exact sqlite-vec scan in SQL instead.
 DEFAULT_INDEX_BUDGET_ROWS = 500_000
-# Claims (records without embeddings, ~2-3 KB each in memory) of all scopes' claim
-# caches together; a larger scope's list_claims reads the table.
+# Claims (ClaimStates, ~1 KB each in memory with their words) of all scopes' claim
+# caches together; a larger scope's list_claim_states reads the table.
 DEFAULT_CLAIM_CACHE_ROWS = 50_000
 
 
@@ -120,9 +121,9 @@ class SqliteStore:
             entries: list[IndexEntry] | None = None  # None: not read back, drop the index
             if after != before and self._index_is_at(plan.scope, before):
                 entries = reader.index_entries(conn, plan.scope, touched)
-            claims: list[MemoryRecord] | None = None  # the same for the claim cache
+            claims: list[ClaimState] | None = None  # the same for the claim cache
             if after != before and self._claims_are_at(plan.scope, before):
-                claims = reader.get_claims(conn, plan.scope, touched)
+                claims = reader.get_claim_states(conn, plan.scope, touched)
             with self._index_lock, self._claims_lock:
                 conn.execute("COMMIT")
                 self._indexes.after_commit(plan.scope, before, after, entries)
@@ -371,23 +372,29 @@ class SqliteStore:
         limit: int,
     ) -> list[MemoryRecord]:
         """The scope's claims of those statuses (all when None), any validity, by id;
-        after `after`, at most `limit`; embeddings left out. Answered from the claim
-        cache (see `claim_cache.py`) unless the scope holds more than its budget."""
+        after `after`, at most `limit`; embeddings left out."""
+        with self._pool.connection() as conn:
+            return reader.list_claims(conn, scope, statuses, after, limit)
+
+    def list_claim_states(
+        self, scope: ScopeRef, statuses: Sequence[Status] | None
+    ) -> list[ClaimState]:
+        """The scope's claims of those statuses (all when None) as ClaimStates, by id.
+        Answered from the claim cache (see `claim_cache.py`) unless the scope holds more
+        than its budget."""
         with self._pool.connection() as conn, self._claims_lock:
             conn.execute("BEGIN")  # the generation and the rows, as of one moment
             try:
                 generation, count = reader.scope_generation(conn, scope)
                 if count > self._claims.budget_rows:
-                    return reader.list_claims(conn, scope, statuses, after, limit)
+                    return reader.list_claim_states(conn, scope, statuses)
                 cached = self._claims.current(scope, generation)
                 if cached is None:
-                    cached = ScopeClaims(
-                        generation, reader.list_claims(conn, scope, None, None, -1)
-                    )
+                    cached = ScopeClaims(generation, reader.list_claim_states(conn, scope, None))
                     self._claims.put(scope, cached)
             finally:
                 conn.execute("COMMIT")
-            return cached.select(statuses, after, limit)
+            return cached.select(statuses)
 
     def list_claims_page(
         self,
