@@ -18,6 +18,7 @@ module "spanner_ddl" {
     "${path.module}/../shared/jennah/adapters/spanner/vector_index.sql",
     "${path.module}/../shared/jennah/adapters/spanner/text_ngrams.sql",
     "${path.module}/../shared/jennah/adapters/spanner/claims.sql",
+    "${path.module}/../shared/jennah/adapters/spanner/keyed.sql",
   ]
 }
 
