@@ -8,7 +8,7 @@ remains, and forget removing links both ways.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import pytest
 
@@ -354,15 +354,15 @@ def test_a_judge_drops_and_reorders_the_shortlist(store: MemoryStore, scope: Sco
     put(store, scope, "two", "harbor two")
     put(store, scope, "three", "harbor three")
 
-    class Judge:
-        seen: list[str] = []
+    seen: list[str] = []
 
-        def judge(self, request: str, shortlist: list[KeyedMemory]) -> list[str]:
-            Judge.seen = [e.key for e in shortlist]
+    class Judge:
+        def judge(self, request: str, shortlist: Sequence[KeyedMemory]) -> list[str]:
+            seen.extend(e.key for e in shortlist)
             return ["one", "made-up", "three"]
 
     result = keyed.recall(store, scope, "harbor", 10_000, Judge())
-    assert Judge.seen == ["three", "two", "one"]
+    assert seen == ["three", "two", "one"]
     assert [r.entry.key for r in result.memories] == ["one", "three"]
 
 
