@@ -28,6 +28,7 @@ from jennah.domain.models import (
 )
 from jennah.errors import InvalidArgument, NotFound
 from jennah.ports.store import MemoryStore
+from jennah.services import keyed
 from jennah.services.commands import ChunkInput, EdgeInput, NodeInput, SupersessionInput
 from tests.contract.conftest import (
     BOOKKEEPING_TABLES,
@@ -249,6 +250,9 @@ def fill(store: MemoryStore, scope: ScopeRef, kind: str = "agent") -> None:
     )
     store.apply(formation_plan(scope))
     store.apply(claims_plan(scope))
+    keyed.remember(store, scope, "project", "Harbor Studio website", 0)  # keyed memory
+    keyed.remember(store, scope, "conventions", "British spelling", 0)
+    keyed.link(store, scope, "project", "conventions")
 
 
 def observe(store: MemoryStore, scope: ScopeRef) -> dict[str, Any]:
@@ -270,6 +274,7 @@ def observe(store: MemoryStore, scope: ScopeRef) -> dict[str, Any]:
         "evidence": store.list_evidence(scope, [c.id for c in chunks]),
         "brief": store.get_brief(scope, BriefVariant.FULL),
         "change log": store.list_change_log(scope, 1000),
+        "keyed memories": store.list_keyed(scope, 0, 1000),
     }
 
 
@@ -286,6 +291,7 @@ EMPTY: dict[str, Any] = {
     "evidence": [],
     "brief": None,
     "change log": [],
+    "keyed memories": [],
 }
 
 

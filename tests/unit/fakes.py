@@ -103,6 +103,7 @@ from jennah.ports.vocabulary import VocabularyStore
 from jennah.services.access import hash_secret, user_token
 from jennah.services.formation import KEY_CLAIMED
 from jennah.settings import Settings
+from tests.unit.fake_keyed import FakeKeyedMemories
 
 _WORD = re.compile(r"\w+")
 
@@ -132,12 +133,13 @@ class _Tables:
         ]  # fmt: skip
 
 
-class FakeStore:
+class FakeStore(FakeKeyedMemories):
     """MemoryStore in memory: one lock stands in for the transaction. A plan's
     formation-key record is committed with it (a second commit of the same key loses
-    with FORMATION_KEY_CLAIMED) and shows in `snapshot`."""
+    with FORMATION_KEY_CLAIMED) and shows in `snapshot`. Keyed memory: fake_keyed.py."""
 
     def __init__(self) -> None:
+        FakeKeyedMemories.__init__(self)
         self._tables = _Tables()
         self._lock = threading.Lock()
         self._last_commit = datetime(2000, 1, 1, tzinfo=UTC)
@@ -462,9 +464,18 @@ class FakeStore:
         ordered = sorted(found, key=lambda r: r.scope.scope_id)
         return _page(ordered, lambda r: r.scope.scope_id, after, limit)
 
-    def destroy_scope(self, scope: ScopeRef) -> int:
+    def _register_keyed_scope(self, scope: ScopeRef, registration: ScopeRecord) -> None:
         with self._lock:
-            erased = int(self._tables.scopes.pop(scope, None) is not None)
+            if scope in self._tables.scopes:
+                return
+            registered = registration.model_copy(update={"scope": scope})
+            registered.created_at = registered.created_at or self._commit_timestamp()
+            self._tables.scopes[scope] = registered
+
+    def destroy_scope(self, scope: ScopeRef) -> int:
+        erased_keyed = self.drop_keyed_scope(scope)
+        with self._lock:
+            erased = erased_keyed + int(self._tables.scopes.pop(scope, None) is not None)
             for table in self._tables.scoped():
                 for key in [k for k in table if k[0] == scope]:
                     del table[key]
@@ -485,6 +496,7 @@ class FakeStore:
             table: dict[tuple[ScopeRef, str], BaseModel] = getattr(tables, name)
             rows[name] = {k: v.model_dump() for k, v in table.items() if mine(k[0])}
         rows["formation_keys"] = {k: v.model_dump() for k, v in tables.keys.items() if mine(k[0])}
+        rows.update(self.keyed_snapshot(mine))
         return rows
 
     def _chunks(self, scope: ScopeRef) -> list[MemoryRecord]:
