@@ -391,3 +391,27 @@ def test_scopes_do_not_see_each_other(store: MemoryStore, scope: ScopeRef) -> No
     assert store.get_keyed(other, "k") is None
     assert keyed.recall(store, other, "harbor", 1000).memories == []
     assert keyed.list_page(store, other, Paging(), "user:x").items == []
+
+
+def test_count_terms_counts_holders_up_to_cap_plus_one(store: MemoryStore, scope: ScopeRef) -> None:
+    for i in range(4):
+        put(store, scope, f"e{i}", "common" + (" rare" if i == 0 else ""))
+    assert store.count_terms(scope, ["common", "rare", "absent"], 2) == {
+        "common": 3,
+        "rare": 1,
+        "absent": 0,
+    }
+
+
+def test_a_word_too_many_entries_hold_does_not_score(
+    store: MemoryStore, scope: ScopeRef, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(rules, "COMMON_WORD_ENTRIES", 2)
+    put(store, scope, "a", "common rare")
+    put(store, scope, "b", "common")
+    put(store, scope, "c", "common")
+    recalled = keyed.recall(store, scope, "common rare", 10_000)
+    assert [r.entry.key for r in recalled.memories] == ["a"]
+    # with no rarer word left, the least common word's holders come newest first
+    only_common = keyed.recall(store, scope, "common", 10_000)
+    assert [r.entry.key for r in only_common.memories] == ["c", "b", "a"]

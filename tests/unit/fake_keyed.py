@@ -86,6 +86,10 @@ class FakeKeyedMemories:
             self._links.discard((scope, *keyed.link_pair(key, target)))
             return self._with_links(scope, self._entries[(scope, key)])
 
+    def count_terms(self, scope: ScopeRef, words: Sequence[str], cap: int) -> dict[str, int]:
+        held = [terms for (s, _), terms in self._terms.items() if s == scope]
+        return {word: min(cap + 1, sum(word in terms for terms in held)) for word in words}
+
     def match_keyed(
         self, scope: ScopeRef, words: Sequence[str], offset: int, limit: int
     ) -> list[Match]:

@@ -37,14 +37,17 @@ Links are symmetric: one stored row per linked pair, (lesser key, greater key). 
 has at most MAX_LINKS links counting both directions; forgetting an entry removes every
 link to or from it.
 
-Recall (`select`): the shortlist is the entries sharing at least one word with the
-request, by score (distinct request words, stop words aside, found in the key or content), most
-recently updated first among equals, then key; an optional judge keeps and re-orders a
-subset. Matches are added in that order until the next one does not fit the token budget;
-then the directly linked neighbours of the added matches, in the same order (each
-match's neighbours most recently updated first), while each fits; the first that does
-not fit ends recall. Never over budget. Tokens are counted with the brief's tokenizer
-(domain.brief.count_tokens) over `key + "\\n" + content`, once, when the entry is written.
+Recall (`select`): the shortlist is the entries sharing at least one scoring word with
+the request, best first by score (how many distinct scoring words the key or content
+holds), most recently updated first among equals, then key. Stop words never score, nor
+does a word more than COMMON_WORD_ENTRIES entries of the scope hold (it tells them apart
+no better than a stop word), unless no rarer word is left (`scoring_words`). An optional
+judge keeps and re-orders a subset of the shortlist. Matches are added in that order
+until the next one does not fit the token budget; then the directly linked neighbours of
+the added matches, in the same order (each match's neighbours most recently updated
+first), while each fits; the first that does not fit ends recall. Never over budget.
+Tokens are counted with the brief's tokenizer (domain.brief.count_tokens) over
+`key + "\\n" + content`, once, when the entry is written.
 """
 
 from __future__ import annotations
@@ -65,6 +68,9 @@ MAX_LINKS = 12
 MAX_REQUEST_CHARS = 10_000  # the words of a recall or search request
 MAX_TOKEN_BUDGET = 100_000
 SHORTLIST = 50  # entries the lexical shortlist holds (what a judge sees)
+# A word held by more entries than this tells the scope's entries apart no better than a
+# stop word: it does not count (unless the request has no rarer word; see scoring_words).
+COMMON_WORD_ENTRIES = 500
 MAX_QUERY_WORDS = 64  # distinct request words a recall or search compares
 VERSION_MISMATCH = "KEYED_MEMORY_VERSION_MISMATCH"
 LINK_BOUND = "KEYED_MEMORY_LINK_LIMIT"
@@ -302,6 +308,17 @@ def link_pair(a: str, b: str) -> tuple[str, str]:
 
 
 # recall
+
+
+def scoring_words(counts: dict[str, int]) -> list[str]:
+    """The request words that score, from how many entries hold each (counted up to
+    COMMON_WORD_ENTRIES + 1): those held by at most COMMON_WORD_ENTRIES entries; when none
+    is, the least common word held at all (its holders then rank by recency alone)."""
+    rare = [word for word, n in counts.items() if 0 < n <= COMMON_WORD_ENTRIES]
+    if rare:
+        return rare
+    held = [(n, word) for word, n in counts.items() if n > 0]
+    return [min(held)[1]] if held else []
 
 
 def shortlist_order(match: Match) -> tuple[int, float, str]:

@@ -57,6 +57,11 @@ class KeyedMemoryStore(Protocol):
         `key` is absent. Answers the entry `key` with its links."""
         ...
 
+    def count_terms(self, scope: ScopeRef, words: Sequence[str], cap: int) -> dict[str, int]:
+        """For each word, how many entries hold it, counted up to `cap` + 1 (a count above
+        `cap` means "more than cap")."""
+        ...
+
     def match_keyed(
         self, scope: ScopeRef, words: Sequence[str], offset: int, limit: int
     ) -> list[Match]:

@@ -97,7 +97,7 @@ def search(
 ) -> Page[Match]:
     """read_memories: entries sharing words with `query`, most words first, then most
     recently updated, then key; paged."""
-    words = keyed.validate_request(query, "query")
+    words = _scoring(store, scope, keyed.validate_request(query, "query"))
     request = page_request("keyedMemories:search", {**_binding(scope, caller), "query": query},
                            paging)  # fmt: skip
     page = fill(
@@ -118,8 +118,9 @@ def recall(
     judge: RecallJudge | None = None,
 ) -> Recall:
     """The entries that matter for `request` within `token_budget` (domain.keyed.select)."""
-    words = keyed.validate_request(request, "request")
+    asked = keyed.validate_request(request, "request")
     keyed.validate_budget(token_budget)
+    words = _scoring(store, scope, asked)
     matches = [m.entry for m in store.match_keyed(scope, words, 0, keyed.SHORTLIST)]
     if judge is not None and matches:
         # the judge is an optional refinement: when it fails, the lexical order stands
@@ -145,6 +146,10 @@ def not_found(key: str) -> NotFound:
         field="key",
         metadata={"key": key},
     )
+
+
+def _scoring(store: KeyedMemoryStore, scope: ScopeRef, words: list[str]) -> list[str]:
+    return keyed.scoring_words(store.count_terms(scope, words, keyed.COMMON_WORD_ENTRIES))
 
 
 def _check_pair(key: str, target: str) -> None:

@@ -65,8 +65,8 @@ class SpannerKeyedMemories:
             )  # fmt: skip
             txn.insert_or_update(
                 "keyed_memory_terms",
-                ["enterprise_id", "scope_id", "key", "term"],
-                [[*_ids(scope), entry.key, term] for term in terms],
+                ["enterprise_id", "scope_id", "key", "term", "updated_at"],
+                [[*_ids(scope), entry.key, term, COMMIT_TIMESTAMP] for term in terms],
             )
             links = _links_of(txn, scope, [entry.key], bound)[entry.key]
             return txn, (utc(rows[0][1]) if rows else None), links
@@ -159,6 +159,27 @@ class SpannerKeyedMemories:
 
         unlinked: KeyedMemory = self._write("unlink", write)
         return unlinked
+
+    def count_terms(self, scope: ScopeRef, words: Sequence[str], cap: int) -> dict[str, int]:
+        if not words:
+            return {}
+        sql = " UNION ALL ".join(
+            f"SELECT {i}, (SELECT COUNT(*) FROM (SELECT 1 FROM keyed_memory_terms"
+            "@{FORCE_INDEX=keyed_memory_terms_by_term}"
+            f" WHERE {_SCOPE} AND term = @w{i} LIMIT @cap))"
+            for i in range(len(words))
+        )
+        params = {**_scope_params(scope), "cap": cap + 1,
+                  **{f"w{i}": word for i, word in enumerate(words)}}  # fmt: skip
+        types = {**_SCOPE_TYPES, "cap": param_types.INT64,
+                 **{f"w{i}": param_types.STRING for i in range(len(words))}}  # fmt: skip
+
+        def read(snap: Any) -> dict[str, int]:
+            rows = snap.execute_sql(sql, params=params, param_types=types, **self._bound.kwargs)
+            return {words[int(row[0])]: int(row[1]) for row in rows}
+
+        counts: dict[str, int] = self._snapshot(read)
+        return counts
 
     def match_keyed(
         self, scope: ScopeRef, words: Sequence[str], offset: int, limit: int

@@ -19,16 +19,18 @@ CREATE TABLE keyed_memories (
 CREATE INDEX keyed_memories_by_update
   ON keyed_memories (enterprise_id, scope_id, updated_at DESC, key);
 
--- the words of each entry's key and content (jennah.domain.keyed.terms)
+-- the words of each entry's key and content (jennah.domain.keyed.terms), with the entry's
+-- update time, so recall ranks from the index alone
 CREATE TABLE keyed_memory_terms (
   enterprise_id STRING(256) NOT NULL,
   scope_id STRING(256) NOT NULL,
   key STRING(100) NOT NULL,
   term STRING(MAX) NOT NULL,
+  updated_at TIMESTAMP NOT NULL OPTIONS (allow_commit_timestamp = true),
 ) PRIMARY KEY (enterprise_id, scope_id, key, term);
 
 CREATE INDEX keyed_memory_terms_by_term
-  ON keyed_memory_terms (enterprise_id, scope_id, term, key);
+  ON keyed_memory_terms (enterprise_id, scope_id, term, updated_at DESC, key);
 
 -- one row per linked pair: source_key < target_key (a link is symmetric)
 CREATE TABLE keyed_memory_links (

@@ -7,8 +7,10 @@ version gain them without a version bump), and emptied with the scope by
 
 - `keyed_memories`: one row per (scope, key); `version`, `token_count`, times in
   microseconds like every other table; an index by update time for the newest-first list.
-- `keyed_memory_terms`: the entry's words (domain.keyed.terms), keyed by (key, term) so a
-  write replaces them with one range delete; an index by (term, key) for recall.
+- `keyed_memory_terms`: the entry's words (domain.keyed.terms) with the entry's update
+  time, keyed by (key, term) so a write replaces them with one range delete; an index by
+  (term, update time, key) answers recall from the index alone: how many entries hold a
+  word (up to a cap), and the best entries by matched words, then most recent update.
 - `keyed_memory_links`: one row per linked pair, (lesser key, greater key).
 
 Writes run on the store's writer connection under its lock and BEGIN IMMEDIATE, so the
@@ -55,10 +57,11 @@ CREATE TABLE IF NOT EXISTS keyed_memory_terms (
   scope_id TEXT NOT NULL,
   key TEXT NOT NULL,
   term TEXT NOT NULL,
+  updated_at INTEGER NOT NULL,
   PRIMARY KEY (enterprise_id, scope_id, key, term)
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS keyed_memory_terms_by_term
-  ON keyed_memory_terms (enterprise_id, scope_id, term, key);
+  ON keyed_memory_terms (enterprise_id, scope_id, term, updated_at DESC, key);
 CREATE TABLE IF NOT EXISTS keyed_memory_links (
   enterprise_id TEXT NOT NULL,
   scope_id TEXT NOT NULL,
@@ -118,7 +121,7 @@ class SqliteKeyedMemories:
                     now,
                 ),
             )
-            _replace_terms(conn, scope, entry.key, terms)
+            _replace_terms(conn, scope, entry.key, terms, now)
             stored = _entry(conn, scope, entry.key)
             conn.execute("COMMIT")
         assert stored is not None
@@ -192,22 +195,42 @@ class SqliteKeyedMemories:
         assert stored is not None
         return stored
 
+    def count_terms(self, scope: ScopeRef, words: Sequence[str], cap: int) -> dict[str, int]:
+        sql = (
+            "SELECT count(*) FROM (SELECT 1 FROM keyed_memory_terms"
+            f" WHERE {_SCOPE} AND term = ? LIMIT ?)"
+        )
+        with self._pool.connection() as conn:
+            return {
+                word: int(conn.execute(sql, (*_ids(scope), word, cap + 1)).fetchone()[0])
+                for word in words
+            }
+
     def match_keyed(
         self, scope: ScopeRef, words: Sequence[str], offset: int, limit: int
     ) -> list[Match]:
         if not words:
             return []
-        marks = ", ".join("?" for _ in words)
-        sql = (
-            "SELECT m.key, m.content, m.version, m.token_count, m.created_at, m.updated_at,"
-            " count(*) AS score FROM keyed_memory_terms AS t JOIN keyed_memories AS m"
-            " ON m.enterprise_id = t.enterprise_id AND m.scope_id = t.scope_id AND m.key = t.key"
-            f" WHERE t.enterprise_id = ? AND t.scope_id = ? AND t.term IN ({marks})"
-            " GROUP BY m.key ORDER BY score DESC, m.updated_at DESC, m.key LIMIT ? OFFSET ?"
-        )
+        if len(words) == 1:  # every holder scores 1: the index's own order is the answer
+            sql = (
+                "SELECT key, 1, updated_at FROM keyed_memory_terms"
+                f" WHERE {_SCOPE} AND term = ? ORDER BY updated_at DESC, key LIMIT ? OFFSET ?"
+            )
+        else:
+            sql = (
+                "SELECT key, count(*) AS score, max(updated_at) AS updated FROM"
+                # without statistics SQLite would scan the scope by key to spare a sort
+                f" keyed_memory_terms INDEXED BY keyed_memory_terms_by_term WHERE {_SCOPE}"
+                f" AND term IN ({', '.join('?' for _ in words)}) GROUP BY key"
+                " ORDER BY score DESC, updated DESC, key LIMIT ? OFFSET ?"
+            )
         with self._pool.connection() as conn:
-            rows = conn.execute(sql, (*_ids(scope), *words, limit, offset)).fetchall()
-        return [Match(entry=_from_row(row[:6], []), score=int(row[6])) for row in rows]
+            ranked = conn.execute(sql, (*_ids(scope), *words, limit, offset)).fetchall()
+            found = _entries(conn, scope, [row[0] for row in ranked], links=False)
+        entries = {entry.key: entry for entry in found}
+        return [
+            Match(entry=entries[row[0]], score=int(row[1])) for row in ranked if row[0] in entries
+        ]
 
     def linked_keyed(self, scope: ScopeRef, keys: Sequence[str]) -> dict[str, list[KeyedMemory]]:
         with self._pool.connection() as conn:
@@ -224,11 +247,14 @@ def _ids(scope: ScopeRef) -> tuple[str, str]:
     return scope.enterprise_id, scope.scope_id
 
 
-def _replace_terms(conn: Connection, scope: ScopeRef, key: str, terms: Sequence[str]) -> None:
+def _replace_terms(
+    conn: Connection, scope: ScopeRef, key: str, terms: Sequence[str], now: int
+) -> None:
     conn.execute(f"DELETE FROM keyed_memory_terms WHERE {_SCOPE} AND key = ?", (*_ids(scope), key))
     conn.executemany(
-        "INSERT INTO keyed_memory_terms (enterprise_id, scope_id, key, term) VALUES (?, ?, ?, ?)",
-        [(*_ids(scope), key, term) for term in terms],
+        "INSERT INTO keyed_memory_terms (enterprise_id, scope_id, key, term, updated_at)"
+        " VALUES (?, ?, ?, ?, ?)",
+        [(*_ids(scope), key, term, now) for term in terms],
     )
 
 
@@ -250,7 +276,9 @@ def _entry(conn: Connection, scope: ScopeRef, key: str) -> KeyedMemory | None:
     return found[0] if found else None
 
 
-def _entries(conn: Connection, scope: ScopeRef, keys: Sequence[str]) -> list[KeyedMemory]:
+def _entries(
+    conn: Connection, scope: ScopeRef, keys: Sequence[str], *, links: bool = True
+) -> list[KeyedMemory]:
     if not keys:
         return []
     marks = ", ".join("?" for _ in keys)
@@ -259,8 +287,8 @@ def _entries(conn: Connection, scope: ScopeRef, keys: Sequence[str]) -> list[Key
         " ORDER BY key",
         (*_ids(scope), *keys),
     ).fetchall()
-    links = _links_of(conn, scope, [row[0] for row in rows])
-    return [_from_row(row, links.get(row[0], [])) for row in rows]
+    linked = _links_of(conn, scope, [row[0] for row in rows]) if links else {}
+    return [_from_row(row, linked.get(row[0], [])) for row in rows]
 
 
 def _link_rows(conn: Connection, scope: ScopeRef, keys: Sequence[str]) -> Iterator[Any]:
