@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
 
 import pytest
 
@@ -415,3 +416,12 @@ def test_a_word_too_many_entries_hold_does_not_score(
     # with no rarer word left, the least common word's holders come newest first
     only_common = keyed.recall(store, scope, "common", 10_000)
     assert [r.entry.key for r in only_common.memories] == ["c", "b", "a"]
+
+
+def test_entries_stay_out_of_the_claim_surfaces(store: MemoryStore, scope: ScopeRef) -> None:
+    """Keyed entries are not claims: memory:query, inspect, the brief, the lifecycle pass
+    and OKF export read claims only, so none of them shows, expires or exports an entry."""
+    put(store, scope, "harbor-status-reports", "Harbor weekly report outcome")
+    assert store.list_claims(scope, None, None, 100) == []
+    assert store.list_chunks(scope, None, 100, 0) == []
+    assert store.search_words(scope, ["harbor"], 10, [], datetime.now(UTC)) == []

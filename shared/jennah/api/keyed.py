@@ -28,27 +28,34 @@ class RememberRequest(WireRequest):
 
     content: str = Field(
         description=f"Non-empty text, at most {rules.MAX_CONTENT_CHARS:,} characters",
-        json_schema_extra={"maxLength": rules.MAX_CONTENT_CHARS},
-    )
-    expected_version: Int64 = Field(
+        json_schema_extra={"minLength": 1, "maxLength": rules.MAX_CONTENT_CHARS,
+                           "pattern": r"\S"},
+    )  # fmt: skip
+    expected_version: int = Field(
         description="0 creates the key (ALREADY_EXISTS when it exists); N updates only "
         "while the stored version is N, else ABORTED with reason "
         f"{rules.VERSION_MISMATCH} and currentVersion in the error details",
+        json_schema_extra={"minimum": 0, "format": "int64"},
     )
 
 
 class LinkRequest(WireRequest):
     """POST …/keyedMemories/{key}:link or :unlink."""
 
-    target: str = Field(description=f"The other entry's key. {_KEY_HELP}")
+    target: str = Field(
+        description=f"The other entry's key. {_KEY_HELP}",
+        json_schema_extra={"pattern": rules.KEY_PATTERN.pattern},
+    )
 
 
 class RecallRequest(WireRequest):
     """POST …/keyedMemories:recall."""
 
     request: str = Field(
-        description="The current request: its words are compared with keys and contents "
-        f"(at most {rules.MAX_REQUEST_CHARS:,} characters)"
+        description="The current request: its words (at least one that is not a stop "
+        "word) are compared with keys and contents "
+        f"(at most {rules.MAX_REQUEST_CHARS:,} characters)",
+        json_schema_extra={"maxLength": rules.MAX_REQUEST_CHARS, "pattern": "[A-Za-z0-9]"},
     )
     token_budget: Int32 = Field(
         description=f"Tokens the answer may hold, 1-{rules.MAX_TOKEN_BUDGET:,} (the brief's "
@@ -61,7 +68,11 @@ class SearchRequest(PageParams):
     """POST …/keyedMemories:search (read_memories): the query, and the page (pageSize,
     pageToken) in the body."""
 
-    query: str = Field(description="Words to look for in keys and contents")
+    query: str = Field(
+        description="Words to look for in keys and contents (at least one that is not a "
+        f"stop word; at most {rules.MAX_REQUEST_CHARS:,} characters)",
+        json_schema_extra={"maxLength": rules.MAX_REQUEST_CHARS, "pattern": "[A-Za-z0-9]"},
+    )
 
 
 class KeyedMemoryParams(PageParams):
