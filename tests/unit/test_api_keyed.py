@@ -213,3 +213,12 @@ def test_the_openapi_document_names_the_keyed_routes() -> None:
         assert set(paths[f"{base}/keyedMemories/{{key}}"]) >= {"put", "get", "delete"}
         for tail in ("", ":recall", ":search", "/{key}:link", "/{key}:unlink"):
             assert f"{base}/keyedMemories{tail}" in paths
+
+
+def test_the_lifecycle_pass_and_the_claim_reads_leave_entries_alone(api: Api) -> None:
+    entry = ok(remember(api, "harbor", "Harbor weekly report"))
+    ok(api.post("/v1/scopes/bot/memory:commit", {"chunks": [{"text": "a claim"}]}))
+    ok(api.post("/v1/scopes/bot/memory:dream"))
+    assert ok(api.get(f"{A}/harbor")) == entry
+    inspected = ok(api.get("/v1/scopes/bot/memory:inspect"))
+    assert [c["text"] for c in inspected["chunks"]] == ["a claim"]
