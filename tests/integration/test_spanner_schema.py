@@ -48,6 +48,9 @@ SCOPED_TABLES = {
     "scopes",
     "briefs",
     "change_log",
+    "keyed_memories",  # keyed memory (keyed.sql)
+    "keyed_memory_terms",
+    "keyed_memory_links",
 }
 # Usage and billing: keyed by enterprise alone, so they outlive destroyed scopes.
 ENTERPRISE_TABLES = {
