@@ -115,9 +115,7 @@ class FakeKeyedMemories:
     def keyed_snapshot(self, mine: Callable[[ScopeRef], bool]) -> dict[str, Any]:
         return {
             "keyed": {k: v.model_dump() for k, v in self._entries.items() if mine(k[0])},
-            "keyed_links": sorted(
-                (s.enterprise_id, s.scope_id, a, b) for s, a, b in self._links if mine(s)
-            ),
+            "keyed_links": {link: True for link in self._links if mine(link[0])},
         }
 
     def drop_keyed_scope(self, scope: ScopeRef) -> int:
@@ -141,3 +139,16 @@ class FakeKeyedMemories:
     def _tick(self) -> datetime:
         self._keyed_clock += timedelta(milliseconds=1)
         return self._keyed_clock
+
+
+class FakeRecallJudge:
+    """RecallJudge answering a fixed verdict (None: the shortlist as it came)."""
+
+    def __init__(self, verdict: Sequence[str] | None = None) -> None:
+        self.verdict = verdict
+        self.calls: list[tuple[str, list[str]]] = []
+
+    def judge(self, request: str, shortlist: Sequence[KeyedMemory]) -> list[str]:
+        keys = [entry.key for entry in shortlist]
+        self.calls.append((request, keys))
+        return keys if self.verdict is None else list(self.verdict)

@@ -10,6 +10,8 @@ checks each fake has every method of its port with a compatible signature):
   their ports, the last two with the domain's own rules (billing.admit, the operation
   transitions);
 - FakeCursorStore (CursorStore) keeps the lifecycle walk's cursors in a dict;
+- FakeKeyedMemories (KeyedMemoryStore, FakeStore's keyed half) and FakeRecallJudge
+  (RecallJudge, a fixed verdict) are in tests/unit/fake_keyed.py;
 - RecordingQueue (TaskQueue) keeps the tasks: a test delivers them itself, on its thread;
 - the HashingEmbedder (Embedder) and the ScriptedModel (LanguageModel) are the adapters'
   own deterministic, in-process stand-ins; FakeVerifier (IdTokenVerifier) knows one token.
@@ -86,6 +88,7 @@ from jennah.ports.cursors import CursorStore
 from jennah.ports.embedder import Embedder
 from jennah.ports.id_token import IdTokenVerifier
 from jennah.ports.identity import IdentityStore
+from jennah.ports.keyed import KeyedMemoryStore, RecallJudge
 from jennah.ports.ledger import (
     USAGE_RETENTION,
     BillingSnapshot,
@@ -103,7 +106,7 @@ from jennah.ports.vocabulary import VocabularyStore
 from jennah.services.access import hash_secret, user_token
 from jennah.services.formation import KEY_CLAIMED
 from jennah.settings import Settings
-from tests.unit.fake_keyed import FakeKeyedMemories
+from tests.unit.fake_keyed import FakeKeyedMemories, FakeRecallJudge
 
 _WORD = re.compile(r"\w+")
 
@@ -1020,6 +1023,8 @@ FAKES: dict[type[Any], Any] = {
     LanguageModel: ScriptedModel,
     IdTokenVerifier: FakeVerifier,
     CursorStore: FakeCursorStore,
+    KeyedMemoryStore: FakeKeyedMemories,
+    RecallJudge: FakeRecallJudge,
 }
 
 
