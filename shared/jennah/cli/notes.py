@@ -47,6 +47,12 @@ def notes_group(collection: str, metavar: str, noun: str) -> click.Group:
     return group
 
 
+def _with_example(text: str, collection: str, tail: str) -> str:
+    """A command's help: `text`, then an example `jnh {collection} notes {tail}`."""
+    sample = "support-bot" if collection == "agents" else "bot.support"
+    return f"{text}\n\n\b\nExample:\n  jnh {collection} notes {tail.format(id=sample)}"
+
+
 def _base(collection: str, resource_id: str) -> str:
     return f"/v1/{collection}/{segment(resource_id)}/keyedMemories"
 
@@ -90,11 +96,15 @@ def _remember(collection: str, metavar: str) -> click.Command:
     @click.command(
         "remember",
         short_help="Create or update an entry (version-checked).",
-        help=f"""Create KEY (--expected-version 0, the default) or update it while its
-        version is --expected-version (PUT /v1/{collection}/{{id}}/keyedMemories/{{key}}).
-        A stale version fails with KEYED_MEMORY_VERSION_MISMATCH and the current version:
-        reread the entry (`notes get`), reconcile, and write again. The answer is the
-        only evidence of the write.""",
+        help=_with_example(
+            f"""Create KEY (--expected-version 0, the default) or update it while its
+            version is --expected-version (PUT /v1/{collection}/{{id}}/keyedMemories/{{key}}).
+            A stale version fails with KEYED_MEMORY_VERSION_MISMATCH and the current
+            version: reread the entry (`notes get`), reconcile, and write again. The answer
+            is the only evidence of the write.""",
+            collection,
+            "remember {id} harbor-status-reports --from-file status.md --expected-version 1",
+        ),
     )
     @click.argument("resource_id", metavar=metavar)
     @click.argument("key")
@@ -120,7 +130,14 @@ def _remember(collection: str, metavar: str) -> click.Command:
 
 
 def _get(collection: str, metavar: str) -> click.Command:
-    @click.command("get", help="Read one entry with its links.")
+    @click.command(
+        "get",
+        help=_with_example(
+            "Read one entry with its links (and its version, for the next remember).",
+            collection,
+            "get {id} harbor-status-reports -o json",
+        ),
+    )
     @click.argument("resource_id", metavar=metavar)
     @click.argument("key")
     @client_options
@@ -132,7 +149,14 @@ def _get(collection: str, metavar: str) -> click.Command:
 
 
 def _list(collection: str, metavar: str) -> click.Command:
-    @click.command("list", help="List the entries, most recently updated first, a page.")
+    @click.command(
+        "list",
+        help=_with_example(
+            "List the entries, most recently updated first, a page at a time.",
+            collection,
+            "list {id} --page-size 20",
+        ),
+    )
     @click.argument("resource_id", metavar=metavar)
     @click.option("--page-size", type=int, default=0, help="Entries per page (0: 50).")
     @click.option("--page-token", default="", help="The nextPageToken of the previous page.")
@@ -148,9 +172,13 @@ def _list(collection: str, metavar: str) -> click.Command:
 def _forget(collection: str, metavar: str) -> click.Command:
     @click.command(
         "forget",
-        help="""forget_memory: delete KEY and every link to or from it. It asks for
-        confirmation; --yes skips the question, and is required when standard input is
-        not a terminal. Old conversations that mention the fact keep it.""",
+        help=_with_example(
+            """forget_memory: delete KEY and every link to or from it. It asks for
+            confirmation; --yes skips the question, and is required when standard input
+            is not a terminal. Old conversations that mention the fact keep it.""",
+            collection,
+            "forget {id} harbor-status-reports --yes",
+        ),
     )
     @click.argument("resource_id", metavar=metavar)
     @click.argument("key")
@@ -176,7 +204,10 @@ def _forget(collection: str, metavar: str) -> click.Command:
 
 
 def _link_command(collection: str, metavar: str, verb: str, help_text: str) -> click.Command:
-    @click.command(verb, help=help_text)
+    @click.command(
+        verb,
+        help=_with_example(help_text, collection, f"{verb} {{id}} project-harbor conventions"),
+    )
     @click.argument("resource_id", metavar=metavar)
     @click.argument("key")
     @click.argument("target")
@@ -200,9 +231,13 @@ def _unlink(collection: str, metavar: str) -> click.Command:
 def _recall(collection: str, metavar: str) -> click.Command:
     @click.command(
         "recall",
-        help="""The entries that matter for REQUEST within --budget tokens: matches by
-        words (ties: most recent update), then linked neighbours (via LINK) while space
-        remains.""",
+        help=_with_example(
+            """The entries that matter for REQUEST within --budget tokens: matches by
+            words (ties: most recent update), then linked neighbours (via LINK) while
+            space remains.""",
+            collection,
+            'recall {id} "write the harbor status report" --budget 500',
+        ),
     )
     @click.argument("resource_id", metavar=metavar)
     @click.argument("request")
@@ -219,7 +254,14 @@ def _recall(collection: str, metavar: str) -> click.Command:
 
 
 def _search(collection: str, metavar: str) -> click.Command:
-    @click.command("search", help="read_memories: entries holding QUERY's words, a page.")
+    @click.command(
+        "search",
+        help=_with_example(
+            "read_memories: the entries holding QUERY's words, most words first, a page.",
+            collection,
+            'search {id} "harbor report"',
+        ),
+    )
     @click.argument("resource_id", metavar=metavar)
     @click.argument("query")
     @click.option("--page-size", type=int, default=0, help="Entries per page (0: 50).")
