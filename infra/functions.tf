@@ -92,6 +92,23 @@ locals {
       vertex_ai     = true
       enabled       = true
     }
+    keyed = {
+      description = "PUT|GET|DELETE /v1/{agents,scopes}/{id}/keyedMemories/{key}, GET …/keyedMemories, POST …/keyedMemories/{key}:link|:unlink, POST …/keyedMemories:recall|:search"
+      public      = true
+      invoker     = null
+      memory      = "512Mi"
+      cpu         = "1"
+      timeout     = 60
+      # remember, link and forget are read-write transactions (a first remember registers
+      # the scope); recall may make one model call when JENNAH_KEYED_RECALL_JUDGE is on
+      min_instances = 0
+      max_instances = 20
+      concurrency   = 16
+      spanner       = "roles/spanner.databaseUser"
+      firestore     = true
+      vertex_ai     = true
+      enabled       = true
+    }
     inspect = {
       description   = "GET /v1/{agents,scopes}/{id}/memory:inspect, GET /v1/agents/{id}/memory/steps/{stepId}, GET /v1/{agents,scopes}/{id}/memories/{memoryId}/evidence, GET /v1/{agents,scopes}/{id}/memories/{memoryId}, POST /v1/{agents,scopes}/{id}/memory:readExcerpt, GET /v1/{agents,scopes}/{id}/memories and GET /v1/{agents,scopes}/{id}/memory/brief"
       public        = true

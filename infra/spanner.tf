@@ -20,6 +20,7 @@ module "spanner_ddl" {
     "${path.module}/../shared/jennah/adapters/spanner/claims.sql",
     "${path.module}/../shared/jennah/adapters/spanner/card.sql",
     "${path.module}/../shared/jennah/adapters/spanner/suppressions.sql",
+    "${path.module}/../shared/jennah/adapters/spanner/keyed.sql",
   ]
 }
 

@@ -19,6 +19,7 @@ from jennah.ports.cursors import CursorStore
 from jennah.ports.embedder import Embedder
 from jennah.ports.id_token import IdTokenVerifier
 from jennah.ports.identity import IdentityStore
+from jennah.ports.keyed import RecallJudge
 from jennah.ports.ledger import UsageLedger
 from jennah.ports.model import LanguageModel
 from jennah.ports.operations import OperationStore
@@ -185,6 +186,15 @@ class Container:
                     passes=self.passes,
                 )
             return self._formation
+
+    @property
+    def recall_judge(self) -> RecallJudge | None:
+        """Keyed-memory recall's judge: the formation model, when Settings turn it on."""
+        if not self.settings.keyed_recall_judge:
+            return None
+        from jennah.adapters.models.recall_judge import ModelRecallJudge
+
+        return ModelRecallJudge(self.model, model_call_deadline(self.settings))
 
     @property
     def trace_project(self) -> str:

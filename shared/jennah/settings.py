@@ -25,6 +25,9 @@ class Settings(BaseSettings):
     # the formation model: "rules" (offline, deterministic: the library's default, fast for
     # tests), "local" (Qwen2.5-Coder-1.5B in-process: `jnh serve`'s default) or "vertex"
     formation_model: Literal["rules", "vertex", "local"] = "rules"
+    # keyed-memory recall's optional judge: one call of the formation model over the
+    # lexical shortlist (off by default: recall is then lexical only)
+    keyed_recall_judge: bool = False
 
     # embedded default
     data_dir: Path = Path.home() / ".jennah"

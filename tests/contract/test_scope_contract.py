@@ -29,6 +29,7 @@ from jennah.domain.models import (
 from jennah.domain.suppression import Suppression
 from jennah.errors import InvalidArgument, NotFound
 from jennah.ports.store import MemoryStore
+from jennah.services import keyed
 from jennah.services.commands import ChunkInput, EdgeInput, NodeInput, SupersessionInput
 from tests.contract.conftest import (
     BOOKKEEPING_TABLES,
@@ -252,6 +253,9 @@ def fill(store: MemoryStore, scope: ScopeRef, kind: str = "agent") -> None:
     store.apply(claims_plan(scope))
     rule = Suppression(id="sup_0123456789abcdef", memory_id="c-1", text="Ana likes coffee")
     store.apply(CommitPlan(scope=scope, suppressions=[rule]))
+    keyed.remember(store, scope, "project", "Harbor Studio website", 0)  # keyed memory
+    keyed.remember(store, scope, "conventions", "British spelling", 0)
+    keyed.link(store, scope, "project", "conventions")
 
 
 def observe(store: MemoryStore, scope: ScopeRef) -> dict[str, Any]:
@@ -274,6 +278,7 @@ def observe(store: MemoryStore, scope: ScopeRef) -> dict[str, Any]:
         "brief": store.get_brief(scope, BriefVariant.FULL),
         "change log": store.list_change_log(scope, 1000),
         "suppressions": store.list_suppressions(scope, None, 1000),
+        "keyed memories": store.list_keyed(scope, 0, 1000),
     }
 
 
@@ -291,6 +296,7 @@ EMPTY: dict[str, Any] = {
     "brief": None,
     "change log": [],
     "suppressions": [],
+    "keyed memories": [],
 }
 
 

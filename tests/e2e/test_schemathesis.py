@@ -80,6 +80,12 @@ UNEXPRESSIBLE = {
         "ref a conv:// reference (scope id, step id, a turn range that starts before it "
         "ends) of a step of this scope",
     ),
+    **{
+        f"POST /v1/{collection}/{{{param}}}/keyedMemories:{verb}": "at least one word that "
+        "is not a stop word (a list of English words the regex cannot name)"
+        for collection, param in (("agents", "agentInstanceId"), ("scopes", "scopeId"))
+        for verb in ("recall", "search")
+    },
     "PUT /v1/memory/vocabulary": "names of letters of any script (Unicode categories, which "
     "the regex dialect the document's patterns use has no class for), each name declared "
     "once, signatures naming declared classes, descriptions of 200 characters once line "

@@ -50,6 +50,9 @@ SCOPED_TABLES = {
     "briefs",
     "change_log",
     "suppressions",
+    "keyed_memories",  # keyed memory (keyed.sql)
+    "keyed_memory_terms",
+    "keyed_memory_links",
 }
 # Usage and billing: keyed by enterprise alone, so they outlive destroyed scopes.
 ENTERPRISE_TABLES = {

@@ -10,6 +10,8 @@ checks each fake has every method of its port with a compatible signature):
   their ports, the last two with the domain's own rules (billing.admit, the operation
   transitions);
 - FakeCursorStore (CursorStore) keeps the lifecycle walk's cursors in a dict;
+- FakeKeyedMemories (KeyedMemoryStore, FakeStore's keyed half) and FakeRecallJudge
+  (RecallJudge, a fixed verdict) are in tests/unit/fake_keyed.py;
 - RecordingQueue (TaskQueue) keeps the tasks: a test delivers them itself, on its thread;
 - the HashingEmbedder (Embedder) and the ScriptedModel (LanguageModel) are the adapters'
   own deterministic, in-process stand-ins; FakeVerifier (IdTokenVerifier) knows one token.
@@ -89,6 +91,7 @@ from jennah.ports.cursors import CursorStore
 from jennah.ports.embedder import Embedder
 from jennah.ports.id_token import IdTokenVerifier
 from jennah.ports.identity import IdentityStore
+from jennah.ports.keyed import KeyedMemoryStore, RecallJudge
 from jennah.ports.ledger import (
     USAGE_RETENTION,
     BillingSnapshot,
@@ -106,6 +109,7 @@ from jennah.ports.vocabulary import VocabularyStore
 from jennah.services.access import hash_secret, user_token
 from jennah.services.formation import KEY_CLAIMED
 from jennah.settings import Settings
+from tests.unit.fake_keyed import FakeKeyedMemories, FakeRecallJudge
 
 _WORD = re.compile(r"\w+")
 
@@ -136,12 +140,13 @@ class _Tables:
         ]  # fmt: skip
 
 
-class FakeStore:
+class FakeStore(FakeKeyedMemories):
     """MemoryStore in memory: one lock stands in for the transaction. A plan's
     formation-key record is committed with it (a second commit of the same key loses
-    with FORMATION_KEY_CLAIMED) and shows in `snapshot`."""
+    with FORMATION_KEY_CLAIMED) and shows in `snapshot`. Keyed memory: fake_keyed.py."""
 
     def __init__(self) -> None:
+        FakeKeyedMemories.__init__(self)
         self._tables = _Tables()
         self._lock = threading.Lock()
         self._last_commit = datetime(2000, 1, 1, tzinfo=UTC)
@@ -531,9 +536,18 @@ class FakeStore:
         ordered = sorted(found, key=lambda r: r.scope.scope_id)
         return _page(ordered, lambda r: r.scope.scope_id, after, limit)
 
-    def destroy_scope(self, scope: ScopeRef) -> int:
+    def _register_keyed_scope(self, scope: ScopeRef, registration: ScopeRecord) -> None:
         with self._lock:
-            erased = int(self._tables.scopes.pop(scope, None) is not None)
+            if scope in self._tables.scopes:
+                return
+            registered = registration.model_copy(update={"scope": scope})
+            registered.created_at = registered.created_at or self._commit_timestamp()
+            self._tables.scopes[scope] = registered
+
+    def destroy_scope(self, scope: ScopeRef) -> int:
+        erased_keyed = self.drop_keyed_scope(scope)
+        with self._lock:
+            erased = erased_keyed + int(self._tables.scopes.pop(scope, None) is not None)
             for table in self._tables.scoped():
                 for key in [k for k in table if k[0] == scope]:
                     del table[key]
@@ -554,6 +568,7 @@ class FakeStore:
             table: dict[tuple[ScopeRef, str], BaseModel] = getattr(tables, name)
             rows[name] = {k: v.model_dump() for k, v in table.items() if mine(k[0])}
         rows["formation_keys"] = {k: v.model_dump() for k, v in tables.keys.items() if mine(k[0])}
+        rows.update(self.keyed_snapshot(mine))
         return rows
 
     def _chunks(self, scope: ScopeRef) -> list[MemoryRecord]:
@@ -1077,6 +1092,8 @@ FAKES: dict[type[Any], Any] = {
     LanguageModel: ScriptedModel,
     IdTokenVerifier: FakeVerifier,
     CursorStore: FakeCursorStore,
+    KeyedMemoryStore: FakeKeyedMemories,
+    RecallJudge: FakeRecallJudge,
 }
 
 

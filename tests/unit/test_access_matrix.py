@@ -134,6 +134,24 @@ EDIT = {"text": "matrix edit", "summary": "matrix edit"}
 # the usage report's range must start within the 400 days usage is kept
 USAGE_SINCE = (datetime.now(UTC) - timedelta(days=7)).strftime("%Y-%m-%dT00:00:00Z")
 
+# keyed memory (issue 18): the world seeds "harbor" and "conventions" in both scopes
+KEYED_SEED = "keyed harbor note"
+KEYED: dict[str, tuple[str, str, dict[str, Any] | None]] = {
+    "remember": ("PUT", "/notes", {"content": "matrix note", "expectedVersion": 0}),
+    "get": ("GET", "/harbor", None),
+    "forget": ("DELETE", "/harbor", None),
+    "list": ("GET", "", None),
+    "link": ("POST", "/harbor:link", {"target": "conventions"}),
+    "unlink": ("POST", "/harbor:unlink", {"target": "conventions"}),
+    "recall": ("POST", ":recall", {"request": "harbor", "tokenBudget": 500}),
+    "search": ("POST", ":search", {"query": "harbor"}),
+}
+
+KEYED_SEEDS = [("PUT", f"{base}/keyedMemories/{key}",
+                {"content": f"{KEYED_SEED} {key}", "expectedVersion": 0})
+               for base in ("/v1/agents/bot.a", "/v1/scopes/team.x")
+               for key in ("harbor", "conventions")]  # fmt: skip
+
 REQUESTS: dict[str, tuple[str, str, dict[str, Any] | bytes | None]] = {
     "agents.memory.form": ("POST", f"{A}/memory:form", FORM),
     "agents.memory.steps.get": ("GET", f"{A}/memory/steps/{STEP_ID}", None),
@@ -201,6 +219,9 @@ REQUESTS: dict[str, tuple[str, str, dict[str, Any] | bytes | None]] = {
                             {"principal": "user:elsewhere{tag}", "role": "member"}),
     "roleBindings.list": ("GET", "/v1/roleBindings", None),
     "users.create": ("POST", "/v1/users", {"principal": "user:newcomer2{tag}"}),
+    **{f"{c}.keyedMemories.{name}": (method, f"{base}/keyedMemories{tail}", body)
+       for c, base in (("agents", A), ("scopes", S))
+       for name, (method, tail, body) in KEYED.items()},
 }  # fmt: skip
 # `{tag}` keeps the names that are unique across enterprises (principals, key ids)
 # apart when worlds share one database (the emulator run); it is "" elsewhere.
@@ -267,6 +288,11 @@ EXPECTED: dict[str, tuple[int, int, int, int | None, int]] = {
     "roleBindings.revoke":   (200, 404, 403, None, 403),
     "roleBindings.list":     (200, 200, 403, None, 403),
     "users.create":          (200, 200, 403, None, 403),
+    # keyed memory: usable with an API key (the agent's own notebook); a first remember
+    # creates the scope, so the other enterprise's root writes into its own
+    **{f"{c}.keyedMemories.{name}": ((200, 200, 404, 404, 200) if name == "remember"
+                                     else (200, 404, 404, 404, 200))
+       for c in ("agents", "scopes") for name in KEYED},
 }  # fmt: skip
 
 MATRIX: dict[str, Row] = {
@@ -282,7 +308,8 @@ OK = (200, 200, 200, 200, 200)  # for the world's own requests
 
 # what an outsider's answer must never name
 SECRETS = ("bot.a", "team.x", "kroot{tag}", "kmember{tag}", "krevoked{tag}", "kexpired{tag}",
-           "alpha fact", "Lisbon", STEP_ID, "Matrixperson", "forgotten fact", RULE)  # fmt: skip
+           "alpha fact", "Lisbon", STEP_ID, "Matrixperson", "forgotten fact", RULE,
+           KEYED_SEED)  # fmt: skip
 
 
 # the world every case runs in
@@ -404,7 +431,8 @@ def build_world(container: Container, snapshot: Snapshot, tag: str = "") -> Worl
                                ("POST", f"{A}/memory:form", SEED_FORMATION),
                                ("PUT", V, SEED_VOCABULARY),
                                ("POST", f"{A}/memories/{FORGOTTEN}:forget", None),
-                               ("POST", f"{S}/memories/{FORGOTTEN}:forget", None)):  # fmt: skip
+                               ("POST", f"{S}/memories/{FORGOTTEN}:forget", None),
+                               *KEYED_SEEDS):  # fmt: skip
         answer = world.send(Row(method, path, body, *OK), f"Bearer {tokens['root']}")
         assert answer.status_code == 200, answer.get_data(as_text=True)
     operation = world.send(Row("POST", f"{A}/memory:form", SEED_ASYNC, *OK),

@@ -196,3 +196,16 @@ def test_the_lifecycle_function_walks_every_scope(container: Container) -> None:
     response = client("lifecycle").post("/", json={})
     assert response.status_code == 200, response.get_data(as_text=True)
     assert response.get_json()["finished"] is True and response.get_json()["scopes"] == 1
+
+
+def test_the_keyed_function_serves_keyed_memory_only(container: Container) -> None:
+    keyed = client("keyed")
+    for base in ("/v1/agents/bot/keyedMemories", "/v1/scopes/bot/keyedMemories"):
+        body = {"content": "Outcome first", "expectedVersion": 0 if "agents" in base else 1}
+        response = keyed.put(f"{base}/harbor", json=body, headers=AUTH)
+        assert response.status_code == 200, response.get_data(as_text=True)
+    assert (
+        keyed.get("/v1/scopes/bot/keyedMemories/harbor", headers=AUTH).get_json()["version"] == "2"
+    )
+    query = keyed.post("/v1/agents/bot/memory:query", json={}, headers=AUTH)
+    assert query.status_code == 404

@@ -14,6 +14,7 @@ from typing import Protocol
 from jennah.ports.cursors import CursorStore
 from jennah.ports.embedder import Embedder
 from jennah.ports.identity import IdentityStore
+from jennah.ports.keyed import RecallJudge
 from jennah.ports.ledger import UsageLedger
 from jennah.ports.operations import OperationStore
 from jennah.ports.store import MemoryStore
@@ -58,6 +59,11 @@ class Services(Protocol):
     @property
     def cursors(self) -> CursorStore:
         """The nightly lifecycle walk's cursor (the private `lifecycle` function)."""
+        ...
+
+    @property
+    def recall_judge(self) -> RecallJudge | None:
+        """The model call keyed-memory recall may make about its shortlist (None: off)."""
         ...
 
     @property

@@ -21,7 +21,7 @@ import jennah
 from jennah.api import dto
 from jennah.api.bodies import MAX_BODY_BYTES
 from jennah.api.routes import ALL_ROUTES, Route
-from jennah.domain import rules
+from jennah.domain import keyed, rules
 from jennah.domain.access import KEY_ID_PATTERN, MANAGEMENT_PERMISSIONS, MEMORY_CHANGE_PERMISSIONS
 
 COMMITTED = Path(__file__).with_name("openapi.json")
@@ -228,7 +228,10 @@ def _access_text(route: Route) -> str:
 
 # Every path id is an identifier (rules.validate_identifier); some are narrower.
 _PATH_ID = ("1-128 letters, digits, '_', '.', ':' or '-'", rules.IDENTIFIER_PATTERN.pattern)
-_PATH_IDS = {"keyId": ("1-64 letters, digits or '-'", KEY_ID_PATTERN.pattern)}
+_PATH_IDS = {
+    "keyId": ("1-64 letters, digits or '-'", KEY_ID_PATTERN.pattern),
+    "key": ("1-100 lowercase letters, digits, '-' or '_'", keyed.KEY_PATTERN.pattern),
+}
 
 
 def _parameters(route: Route) -> list[dict[str, Any]]:

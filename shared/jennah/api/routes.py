@@ -34,6 +34,7 @@ from jennah.api import (
     forgetting,
     formation,
     handlers,
+    keyed,
     logs,
     memories,
     okf,
@@ -586,6 +587,96 @@ ADMIN_ROUTES: tuple[Route, ...] = (
         request_model=dto.CreateUserRequest, response_model=dto.UserResource,
     ),
 )  # fmt: skip
+
+
+# Keyed memory (issue 18, jennah.api.keyed): an agent's notebook of entries named by
+# subject, on both collections. The first remember creates the scope, like a commit.
+def _keyed_routes(
+    method: str,
+    tail: str,
+    name: str,
+    handler: Handler,
+    summary: str,
+    permission: Permission,
+    *,
+    request_model: type[BaseModel] | None = None,
+    params_model: type[BaseModel] | None = None,
+    response_model: type[BaseModel] | None = None,
+) -> tuple[Route, ...]:
+    """…/keyedMemories{tail} for both collections (operation id
+    {collection}.keyedMemories.{name})."""
+    return tuple(
+        Route(
+            method=method,
+            template=f"/v1/{collection}/{{{param}}}/keyedMemories{tail}",
+            handler=handler,
+            operation_id=f"{collection}.keyedMemories.{name}",
+            summary=f"{summary} ({noun})",
+            permission=permission,
+            scope=ScopeAccess(kind, create=name == "remember"),
+            request_model=request_model,
+            params_model=params_model,
+            response_model=response_model,
+        )
+        for collection, param, noun, kind in (
+            ("agents", "agentInstanceId", "agent workspace", ScopeKind.AGENT),
+            ("scopes", "scopeId", "any scope", None),
+        )
+    )
+
+
+KEYED_ROUTES: tuple[Route, ...] = (
+    _keyed_routes(
+        "PUT", "/{key}", "remember", keyed.remember,
+        "Remember: create an entry (expectedVersion 0) or update it while its version is "
+        "expectedVersion (else ABORTED, reason KEYED_MEMORY_VERSION_MISMATCH, with "
+        "currentVersion); the answer is the only evidence of the write",
+        Permission.KEYED_WRITE,
+        request_model=keyed.RememberRequest, response_model=keyed.KeyedMemoryResource,
+    )
+    + _keyed_routes(
+        "GET", "/{key}", "get", keyed.get, "Read one entry with its links",
+        Permission.KEYED_READ, response_model=keyed.KeyedMemoryResource,
+    )
+    + _keyed_routes(
+        "DELETE", "/{key}", "forget", keyed.forget,
+        "forget_memory: delete the entry and every link to or from it",
+        Permission.KEYED_DELETE, response_model=dto.Empty,
+    )
+    + _keyed_routes(
+        "GET", "", "list", keyed.list_,
+        "List the entries, most recently updated first, page by page",
+        Permission.KEYED_READ,
+        params_model=keyed.KeyedMemoryParams, response_model=keyed.ListKeyedMemoriesResponse,
+    )
+    + _keyed_routes(
+        "POST", "/{key}:link", "link", keyed.link,
+        "Link two entries (symmetric, one hop); at most 12 links per entry "
+        "(FAILED_PRECONDITION, reason KEYED_MEMORY_LINK_LIMIT)",
+        Permission.KEYED_WRITE,
+        request_model=keyed.LinkRequest, response_model=keyed.KeyedMemoryResource,
+    )
+    + _keyed_routes(
+        "POST", "/{key}:unlink", "unlink", keyed.unlink, "Remove the link between two entries",
+        Permission.KEYED_WRITE,
+        request_model=keyed.LinkRequest, response_model=keyed.KeyedMemoryResource,
+    )
+    + _keyed_routes(
+        "POST", ":recall", "recall", keyed.recall,
+        "Recall the entries that matter for a request within a token budget: a lexical "
+        "shortlist (optionally judged by one model call), added in order (ties: most "
+        "recent update) until the budget is reached, then directly linked neighbours "
+        "(via LINK) while space remains; never over the budget",
+        Permission.KEYED_READ,
+        request_model=keyed.RecallRequest, response_model=keyed.RecallResponse,
+    )
+    + _keyed_routes(
+        "POST", ":search", "search", keyed.search,
+        "read_memories: search the entries by words, page by page",
+        Permission.KEYED_READ,
+        request_model=keyed.SearchRequest, response_model=keyed.SearchKeyedMemoriesResponse,
+    )
+)  # fmt: skip
 ALL_ROUTES: tuple[Route, ...] = (
     FORM_ROUTES
     + COMMIT_ROUTES
@@ -609,6 +700,7 @@ ALL_ROUTES: tuple[Route, ...] = (
     + ADMIN_ROUTES
     + FORGET_ROUTES
     + SUPPRESSION_ROUTES
+    + KEYED_ROUTES
 )
 
 

@@ -12,6 +12,7 @@ from jennah.cli.billing import billing
 from jennah.cli.client import EXIT_CODES_HELP
 from jennah.cli.enterprises import enterprises
 from jennah.cli.memory import memory_group
+from jennah.cli.notes import notes_group
 from jennah.cli.operations import operations
 from jennah.cli.options import CliState
 from jennah.cli.serve import serve
@@ -96,11 +97,13 @@ def scopes() -> None:
 
 agents.add_command(scope_commands.list_agents)
 agents.add_command(memory_group("agents", "AGENT", "the agent workspace"))
+agents.add_command(notes_group("agents", "AGENT", "the agent workspace"))
 scopes.add_command(scope_commands.list_scopes)
 scopes.add_command(scope_commands.create_scope)
 scopes.add_command(scope_commands.update_scope)
 scopes.add_command(scope_commands.destroy_scope)
 scopes.add_command(memory_group("scopes", "SCOPE", "the scope"))
+scopes.add_command(notes_group("scopes", "SCOPE", "the scope"))
 for command in (serve, auth, agents, scopes, vocabulary, usage, billing, keys, roles, users):
     cli.add_command(command)
 cli.add_command(operations)

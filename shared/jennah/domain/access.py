@@ -32,6 +32,11 @@ class Permission(StrEnum):
     MEMORY_READ = "agent.memory:read"
     MEMORY_EDIT = "agent.memory:edit"
     MEMORY_FORGET = "agent.memory:forget"
+    # Issue 18: the agent's keyed notebook (remember, get, list, recall, search; link and
+    # unlink are writes; forget_memory is the delete).
+    KEYED_READ = "agent.keyedMemory:read"
+    KEYED_WRITE = "agent.keyedMemory:write"
+    KEYED_DELETE = "agent.keyedMemory:delete"
     SCOPES_LIST = "agent.scopes:list"
     SCOPES_DESTROY = "agent.scopes:destroy"
     VOCABULARY_READ = "agent.vocabulary:read"
@@ -58,6 +63,10 @@ MANAGEMENT_PERMISSIONS: frozenset[Permission] = frozenset(
 MEMORY_CHANGE_PERMISSIONS: frozenset[Permission] = frozenset(
     {Permission.MEMORY_EDIT, Permission.MEMORY_FORGET}
 )
+# Keyed memory is the agent's own notebook: remember, link and forget_memory are the
+# agent's tools (keyed-memory-and-recall.md), so all three keyed permissions are usable
+# with an API key whose role grants them (every role does); they are deliberately NOT in
+# USER_ONLY_PERMISSIONS, unlike the claim edits above.
 # Everything an API key can never use, whatever role it is bound to.
 USER_ONLY_PERMISSIONS: frozenset[Permission] = MANAGEMENT_PERMISSIONS | MEMORY_CHANGE_PERMISSIONS
 
@@ -69,6 +78,9 @@ _MEMBER = frozenset(
         Permission.MEMORY_READ,
         Permission.MEMORY_EDIT,
         Permission.MEMORY_FORGET,
+        Permission.KEYED_READ,
+        Permission.KEYED_WRITE,
+        Permission.KEYED_DELETE,
         Permission.SCOPES_LIST,
         Permission.VOCABULARY_READ,
         Permission.BILLING_READ,

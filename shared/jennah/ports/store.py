@@ -34,9 +34,12 @@ from jennah.domain.models import (
     StoredBrief,
 )
 from jennah.domain.suppression import Suppression
+from jennah.ports.keyed import KeyedMemoryStore
 
 
-class MemoryStore(Protocol):
+class MemoryStore(KeyedMemoryStore, Protocol):
+    """The memory store; keyed memory's half is `jennah.ports.keyed.KeyedMemoryStore`."""
+
     def apply(self, plan: CommitPlan) -> CommitResult:
         """Write the whole plan in ONE transaction, or nothing.
 

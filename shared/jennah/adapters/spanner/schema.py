@@ -14,7 +14,7 @@ from importlib import resources
 
 SCHEMA_FILE = "schema.sql"
 PRODUCTION_ONLY_FILE = "vector_index.sql"
-APPENDED_FILES = ("text_ngrams.sql", "claims.sql", "card.sql", "suppressions.sql")
+APPENDED_FILES = ("text_ngrams.sql", "claims.sql", "card.sql", "suppressions.sql", "keyed.sql")
 
 
 def ddl_statements() -> list[str]:

@@ -42,6 +42,7 @@ from pydantic import BaseModel
 
 from jennah import errors
 from jennah.adapters.spanner.calls import CallBound, bounded, utc
+from jennah.adapters.spanner.keyed import SpannerKeyedMemories
 from jennah.domain import rules
 from jennah.domain.card import CardKey, ClaimFilter
 from jennah.domain.claim_state import ClaimState
@@ -110,6 +111,9 @@ SUPPRESSION_COLUMNS = (
 # Every table keyed by (enterprise_id, scope_id), with the rest of its primary
 # key, in the order a destroy deletes them: children first, the registry last.
 SCOPED_TABLES: dict[str, tuple[str, ...]] = {
+    "keyed_memory_links": ("source_key", "target_key"),  # keyed memory: spanner/keyed.py
+    "keyed_memory_terms": ("key", "term"),
+    "keyed_memories": ("key",),
     "evidence": ("id", "ref"),
     "briefs": ("variant",),
     "change_log": ("recorded_at", "id", "change"),
@@ -162,7 +166,7 @@ _SHOWN_SQL = "status NOT IN ({})".format(
 )
 
 
-class SpannerStore:
+class SpannerStore(SpannerKeyedMemories):
     """MemoryStore on a Cloud Spanner database created from `schema.sql`.
 
     Every statement filters by the scope's enterprise and scope ids (the key

@@ -320,6 +320,9 @@ END;
 # Every table keyed by (enterprise_id, scope_id) that destroying a scope empties,
 # the registry last. scope_generations is bookkeeping, handled apart.
 SCOPED_TABLES = (
+    "keyed_memory_links",  # keyed memory's tables: adapters/sqlite/keyed.py
+    "keyed_memory_terms",
+    "keyed_memories",
     "evidence",
     "briefs",
     "change_log",

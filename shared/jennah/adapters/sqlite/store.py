@@ -31,6 +31,7 @@ from jennah.adapters.sqlite.connection import (
     OperationalError,
     open_connection,
 )
+from jennah.adapters.sqlite.keyed import SqliteKeyedMemories, ensure_tables
 from jennah.adapters.sqlite.schema import ensure_schema
 from jennah.adapters.sqlite.vector_index import IndexCache, IndexEntry, ScopeIndex
 from jennah.domain import rules
@@ -74,7 +75,7 @@ def _utc_now() -> datetime:
     return datetime.now(UTC)
 
 
-class SqliteStore:
+class SqliteStore(SqliteKeyedMemories):
     """MemoryStore on a SQLite file (created with its schema if missing).
 
     Thread-safe. `clock` gives commit timestamps; they are kept strictly
@@ -94,6 +95,7 @@ class SqliteStore:
         self._clock = clock
         self._writer = open_connection(self.path)
         ensure_schema(self._writer)
+        ensure_tables(self._writer)  # keyed memory's own tables (adapters/sqlite/keyed.py)
         self._pool = ConnectionPool(self.path)
         self._write_lock = threading.Lock()
         self._index_lock = threading.Lock()
