@@ -47,9 +47,10 @@ CLEAN_PACKAGE = {
     "api/app.py": "from jennah import domain, errors, ports, services\n",
     "api/dto.py": "",
     "{root}.py": "from jennah import adapters, api, auth, services, settings\n",
+    "mcp/__init__.py": "from jennah import domain, errors\n",
     "cli/__init__.py": "",
     "cli/main.py": (
-        "from jennah import auth, domain, errors, settings\n"
+        "from jennah import auth, domain, errors, mcp, settings\n"
         "from jennah.api import dto\n"
         "from jennah.cli import enterprises, serve, usage\n"
     ),
@@ -109,6 +110,23 @@ WRONG_IMPORTS = {
     "settings import the api": ("settings.py", "from jennah import api", {"layers"}),
     "errors import the domain": ("errors.py", "from jennah import domain", {"layers", "no-cycles"}),
     "a new top-level module": ("extra.py", "", {"layers"}),
+    "mcp imports the api": ("mcp/__init__.py", "from jennah.api import dto", {"mcp"}),
+    # The CLI imports the MCP server (`jnh mcp`), and so reaches what it imports.
+    "mcp imports a service": (
+        "mcp/__init__.py",
+        "from jennah.services import access",
+        {"mcp", "cli"},
+    ),
+    "mcp imports the composition root": (
+        "mcp/__init__.py",
+        "from jennah import {root}",
+        {"mcp", "cli"},
+    ),
+    "mcp imports the cli": (
+        "mcp/__init__.py",
+        "from jennah.cli import main",
+        {"layers", "no-cycles", "mcp"},
+    ),
     "cli imports a service": (
         "cli/main.py",
         "from jennah.services import access",
@@ -187,7 +205,7 @@ def test_the_contracts_hold_on_a_package_laid_out_as_the_layering_says(
     options = project_options()
     broken, report = lint(write_package(tmp_path, options["composition_root"]), options)
     assert broken == set(), report
-    assert len(options["contracts"]) == 9
+    assert len(options["contracts"]) == 10
 
 
 @pytest.mark.parametrize("case", WRONG_IMPORTS, ids=list(WRONG_IMPORTS))
