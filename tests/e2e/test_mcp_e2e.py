@@ -24,6 +24,7 @@ from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
 from tests.e2e.conftest import Server, jnh_command, serving
+from tests.support.functions_process import FunctionProcess
 
 pytestmark = pytest.mark.slow
 
@@ -65,14 +66,18 @@ def stdio(server: Server, *flags: str, **env: str) -> AbstractAsyncContextManage
     return Client(params)
 
 
+def http(server: Server, path: str, token: str | None) -> AbstractAsyncContextManager[Client]:
+    return http_at(f"{server.endpoint}/mcp/{path}", token)
+
+
 @asynccontextmanager
-async def http(server: Server, path: str, token: str | None) -> AsyncIterator[Client]:
+async def http_at(url: str, token: str | None) -> AsyncIterator[Client]:
     headers = {"Authorization": f"Bearer {token}"} if token else {}
     async with (
         httpx2.AsyncClient(headers=headers, timeout=60) as web,
-        Client(streamable_http_client(f"{server.endpoint}/mcp/{path}", http_client=web)) as c,
+        Client(streamable_http_client(url, http_client=web)) as client,
     ):
-        yield c
+        yield client
 
 
 def run(session: AbstractAsyncContextManager[Client], work: Callable[[Client], Awaitable[T]]) -> T:
@@ -200,3 +205,35 @@ def test_the_http_endpoint_refuses_a_caller_without_credentials(server: Server) 
     assert answer.json()["error"]["status"] == "UNAUTHENTICATED"
     assert httpx.get(f"{server.endpoint}/mcp/agents/{AGENT}").status_code == 405
     assert httpx.post(f"{server.endpoint}/mcp/elsewhere", json={}).status_code == 404
+
+
+def test_the_mcp_cloud_function_serves_the_tools_against_the_api(
+    server: Server, token: str, tmp_path: Path
+) -> None:
+    """functions/mcp/main.py under functions-framework, its JENNAH_ENDPOINT the API."""
+    env = {k: v for k, v in server.env().items() if k != "JENNAH_DATA_DIR"}
+    function = FunctionProcess("mcp", "mcp", env | {"JENNAH_ENDPOINT": server.endpoint}, tmp_path)
+    function.start().wait_ready()
+    try:
+
+        async def follow(client: Client) -> tuple[set[str], Any, Any]:
+            found = await client.call_tool("search_memory", {"query": "where do I work"})
+            ref = found.structured_content["candidates"][0]["ref"]  # type: ignore[index]
+            return (
+                await tool_names(client),
+                found,
+                await client.call_tool("read_memory", {"ref": ref}),
+            )
+
+        async def household(client: Client) -> set[str]:
+            return await tool_names(client)
+
+        url = function.url.removesuffix("/")
+        names, found, claim = run(http_at(f"{url}/agents/{AGENT}", token), follow)
+        assert names == READ_TOOLS | KEYED_TOOLS
+        assert not found.is_error and not claim.is_error, (found.content, claim.content)
+        assert "Farmacia Estrela" in claim.content[0].text
+        assert run(http_at(f"{url}/scopes/{AGENT}/shared", token), household) == set()
+        assert httpx.post(f"{url}/agents/{AGENT}", json={}).status_code == 401
+    finally:
+        function.stop()
