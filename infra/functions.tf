@@ -454,12 +454,17 @@ module "api" {
   entry_point = each.value.entry_point
   source_zip  = "${local.artifacts_dir}/${each.key}.zip"
   public      = true
-  environment = merge(local.function_environment, {
-    # Where form's Cloud Tasks tasks go (also their OIDC audience).
-    JENNAH_FORM_WORKER_URL = module.backend["form-worker"].uri
+  environment = merge(
+    local.function_environment,
+    {
+      # Where form's Cloud Tasks tasks go (also their OIDC audience).
+      JENNAH_FORM_WORKER_URL = module.backend["form-worker"].uri
+    },
     # The API as the mcp function's tools call it: {function} is the function serving a route.
-    JENNAH_ENDPOINT = "https://${var.region}-${var.project_id}.cloudfunctions.net/${var.name_prefix}{function}"
-  })
+    each.key != "mcp" ? {} : {
+      JENNAH_ENDPOINT = "https://${var.region}-${var.project_id}.cloudfunctions.net/${var.name_prefix}{function}"
+    },
+  )
   labels = merge(var.labels, { function = each.key })
 
   memory          = each.value.memory
