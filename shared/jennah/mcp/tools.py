@@ -30,11 +30,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from typing import Any
+from typing import Annotated, Any
 
 from mcp.server import MCPServer
 from mcp.server.mcpserver import Context
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
+from pydantic import Field
 
 import jennah
 from jennah.domain.references import parse_memory_ref
@@ -44,6 +45,19 @@ from jennah.mcp._api import ApiFailure, MemoryApi
 # Which scope and credentials a request's tools act with: fixed for `jnh mcp` (stdio),
 # from the HTTP request for the streamable-HTTP endpoint.
 ApiFor = Callable[[Context], MemoryApi]
+
+# The tools' arguments, as their input schemas describe them (bounds are the API's to check).
+Query = Annotated[str, Field(description="What to look for, in the user's words or yours")]
+MaxItems = Annotated[int | None, Field(description="At most this many candidates, 1-20 (5)")]
+MemoryRef = Annotated[str, Field(description="A memory://{scope}/{memoryId} reference")]
+ConvRef = Annotated[str, Field(description="A conv://{scope}/{stepId}#turn=a-b reference")]
+Key = Annotated[str, Field(description="The entry's key: a-z, 0-9, - and _, up to 100")]
+Content = Annotated[str, Field(description="The durable fact, at most 4,000 characters")]
+ExpectedVersion = Annotated[
+    int, Field(description="0 to create the key; else the version you read, to update it")
+]
+Words = Annotated[str, Field(description="Words to look for in the entries' keys and contents")]
+PageToken = Annotated[str | None, Field(description="nextPageToken of the previous answer")]
 
 PER_PERSON_TOOLS = (
     "search_memory", "read_memory", "read_conversation_excerpt",
@@ -145,15 +159,15 @@ def _add_read_tools(server: MCPServer, api_for: ApiFor) -> None:
     read_only = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 
     @server.tool(description=_said(SEARCH_MEMORY), annotations=read_only)
-    def search_memory(ctx: Context, query: str, maxItems: int | None = None) -> CallToolResult:
+    def search_memory(ctx: Context, query: Query, maxItems: MaxItems = None) -> CallToolResult:
         return _result(lambda: api_for(ctx).search(query, maxItems, None), _search_text)
 
     @server.tool(description=_said(READ_MEMORY), annotations=read_only)
-    def read_memory(ctx: Context, ref: str) -> CallToolResult:
+    def read_memory(ctx: Context, ref: MemoryRef) -> CallToolResult:
         return _result(lambda: _read_claim(api_for(ctx), ref), _claim_text)
 
     @server.tool(description=_said(READ_EXCERPT), annotations=read_only)
-    def read_conversation_excerpt(ctx: Context, ref: str) -> CallToolResult:
+    def read_conversation_excerpt(ctx: Context, ref: ConvRef) -> CallToolResult:
         return _result(lambda: api_for(ctx).read_excerpt(ref), _excerpt_text)
 
 
@@ -162,21 +176,23 @@ def _add_keyed_tools(server: MCPServer, api_for: ApiFor) -> None:
         description=_said(REMEMBER),
         annotations=ToolAnnotations(destructive_hint=False, idempotent_hint=False),
     )
-    def remember(ctx: Context, key: str, content: str, expectedVersion: int) -> CallToolResult:
+    def remember(
+        ctx: Context, key: Key, content: Content, expectedVersion: ExpectedVersion
+    ) -> CallToolResult:
         return _result(lambda: api_for(ctx).remember(key, content, expectedVersion), _json)
 
     @server.tool(
         description=_said(READ_MEMORIES),
         annotations=ToolAnnotations(read_only_hint=True, open_world_hint=False),
     )
-    def read_memories(ctx: Context, query: str, pageToken: str | None = None) -> CallToolResult:
+    def read_memories(ctx: Context, query: Words, pageToken: PageToken = None) -> CallToolResult:
         return _result(lambda: api_for(ctx).search_keyed(query, None, pageToken), _json)
 
     @server.tool(
         description=_said(FORGET_MEMORY),
         annotations=ToolAnnotations(destructive_hint=True, idempotent_hint=True),
     )
-    def forget_memory(ctx: Context, key: str) -> CallToolResult:
+    def forget_memory(ctx: Context, key: Key) -> CallToolResult:
         return _result(lambda: api_for(ctx).forget_keyed(key), lambda _: f"forgot {key!r}")
 
 
