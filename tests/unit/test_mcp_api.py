@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+import threading
 from typing import Any
 
 import httpx
 import pytest
 from werkzeug.test import Client as WsgiClient
 
+from jennah.mcp import endpoint as endpoint_module
 from jennah.mcp._api import ApiFailure, MemoryApi
 from jennah.mcp.endpoint import McpEndpoint
 
@@ -121,3 +123,38 @@ def test_the_endpoint_refuses_in_googles_shape_before_the_mcp_server(
     (info,) = answer.get_json()["error"]["details"]
     assert (info["reason"], info["domain"]) == (reason, "jennah")
     assert endpoint._apps == {}  # no MCP server was started for a refused request
+
+
+CALL = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "params": {"name": "search_memory", "arguments": {"query": "tea"}}}  # fmt: skip
+MCP_HEADERS = {"Authorization": "Bearer ju_x", "Accept": "application/json, text/event-stream"}
+
+
+def test_a_tool_call_passes_the_callers_authorization_through() -> None:
+    seen, transport = recording(httpx.Response(200, json={"candidates": [], "text": ""}))
+    endpoint = McpEndpoint("http://local", mount="/mcp", transport=transport)
+    answer = WsgiClient(endpoint).post("/mcp/scopes/fam", headers=MCP_HEADERS, json=CALL)
+    assert answer.status_code == 200
+    assert answer.get_json()["result"]["isError"] is False
+    (request,) = seen
+    assert str(request.url) == "http://local/v1/scopes/fam/memory:search"
+    assert request.headers["authorization"] == "Bearer ju_x"
+
+
+def test_a_request_that_outlasts_its_deadline_is_answered_504(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    release = threading.Event()
+
+    def stall(request: httpx.Request) -> httpx.Response:
+        release.wait(10)
+        return httpx.Response(200, json={"candidates": [], "text": ""})
+
+    monkeypatch.setattr(endpoint_module, "REQUEST_SECONDS", 0.2)
+    endpoint = McpEndpoint("http://local", mount="/mcp", transport=httpx.MockTransport(stall))
+    try:
+        answer = WsgiClient(endpoint).post("/mcp/agents/bot", headers=MCP_HEADERS, json=CALL)
+    finally:
+        release.set()
+    assert answer.status_code == 504
+    assert answer.get_json()["error"]["status"] == "DEADLINE_EXCEEDED"

@@ -147,7 +147,12 @@ class _Running:
         body = _body(environ)
         scope = _asgi_scope(environ, api)
         future = asyncio.run_coroutine_threadsafe(_call(self.app, scope, body), self.loop)
-        return future.result(timeout=REQUEST_SECONDS)
+        try:
+            return future.result(timeout=REQUEST_SECONDS)
+        except TimeoutError:
+            future.cancel()
+            why = f"the MCP request did not finish within {REQUEST_SECONDS:g} s"
+            return _refusal(504, "DEADLINE_EXCEEDED", "DEADLINE_EXCEEDED", why)
 
 
 async def _call(app: Any, scope: dict[str, Any], body: bytes) -> _Exchange:

@@ -14,7 +14,8 @@ API with the caller's credentials, so reach is the server's to enforce:
 
 No tool writes, edits or forgets a claim formed from conversations: formation and the
 person's memory card change those, never the assistant. The resource `memory://{scope}/brief`
-is GET …/memory/brief.
+is GET …/memory/brief of the scope the URI names (the one the tools act on, or another the
+caller reaches: the API decides).
 
 Household mode (`shared=True`, a thread several people read): memories belong to
 individuals, so no tool is offered at all (the three read tools and the three keyed-memory
