@@ -219,6 +219,24 @@ locals {
       vertex_ai     = false
       enabled       = true
     }
+    # The MCP server over streamable HTTP (functions/mcp): no store access of its own; its tools
+    # call the API functions (JENNAH_ENDPOINT below) with the caller's Authorization, so reach
+    # is theirs to enforce.
+    mcp = {
+      description   = "POST /agents/{id}, /scopes/{id} and /scopes/{id}/shared: the MCP tools (streamable HTTP, stateless)"
+      public        = true
+      invoker       = null
+      memory        = "512Mi"
+      cpu           = "1"
+      timeout       = 60
+      min_instances = 0
+      max_instances = 10
+      concurrency   = 16
+      spanner       = null
+      firestore     = false
+      vertex_ai     = false
+      enabled       = true
+    }
     # The nightly lifecycle pass ("dreaming", functions/lifecycle): walks every scope, expires,
     # promotes and decays claims and recompiles their briefs. Deterministic: no model calls.
     lifecycle = {
@@ -453,10 +471,17 @@ module "api" {
   entry_point = each.value.entry_point
   source_zip  = "${local.artifacts_dir}/${each.key}.zip"
   public      = true
-  environment = merge(local.function_environment, {
-    # Where form's Cloud Tasks tasks go (also their OIDC audience).
-    JENNAH_FORM_WORKER_URL = module.backend["form-worker"].uri
-  })
+  environment = merge(
+    local.function_environment,
+    {
+      # Where form's Cloud Tasks tasks go (also their OIDC audience).
+      JENNAH_FORM_WORKER_URL = module.backend["form-worker"].uri
+    },
+    # The API as the mcp function's tools call it: {function} is the function serving a route.
+    each.key != "mcp" ? {} : {
+      JENNAH_ENDPOINT = "https://${var.region}-${var.project_id}.cloudfunctions.net/${var.name_prefix}{function}"
+    },
+  )
   labels = merge(var.labels, { function = each.key })
 
   memory          = each.value.memory

@@ -87,7 +87,9 @@ class Settings(BaseSettings):
     embedding_timeout_seconds: float = 30.0
 
     # the CLI's server, and the enterprise it acts in when its Google ID token's user
-    # belongs to several (sent as the X-Jennah-Enterprise header)
+    # belongs to several (sent as the X-Jennah-Enterprise header). The `mcp` Cloud Function's
+    # tools call the API here too; there `{function}` stands for the name of the function
+    # serving a route (https://REGION-PROJECT.cloudfunctions.net/jennah-{function}).
     endpoint: str = "http://127.0.0.1:8080"
     enterprise: str | None = None
     # `jnh serve`'s HTTP server (werkzeug's development server only for comparison) and

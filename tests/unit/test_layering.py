@@ -48,9 +48,10 @@ CLEAN_PACKAGE = {
     "api/dto.py": "",
     "{root}.py": "from jennah import adapters, api, auth, services, settings\n",
     "client/__init__.py": "from jennah import auth, errors, settings\nfrom jennah.api import dto\n",
+    "mcp/__init__.py": "from jennah import domain, errors\n",
     "cli/__init__.py": "",
     "cli/main.py": (
-        "from jennah import auth, client, domain, errors, settings\n"
+        "from jennah import auth, client, domain, errors, mcp, settings\n"
         "from jennah.api import dto\n"
         "from jennah.cli import enterprises, serve, usage\n"
     ),
@@ -118,6 +119,23 @@ WRONG_IMPORTS = {
     "settings import the api": ("settings.py", "from jennah import api", {"layers", "adk"}),
     "errors import the domain": ("errors.py", "from jennah import domain", {"layers", "no-cycles"}),
     "a new top-level module": ("extra.py", "", {"layers"}),
+    "mcp imports the api": ("mcp/__init__.py", "from jennah.api import dto", {"mcp"}),
+    # The CLI imports the MCP server (`jnh mcp`), and so reaches what it imports.
+    "mcp imports a service": (
+        "mcp/__init__.py",
+        "from jennah.services import access",
+        {"mcp", "cli"},
+    ),
+    "mcp imports the composition root": (
+        "mcp/__init__.py",
+        "from jennah import {root}",
+        {"mcp", "cli"},
+    ),
+    "mcp imports the cli": (
+        "mcp/__init__.py",
+        "from jennah.cli import main",
+        {"layers", "no-cycles", "mcp"},
+    ),
     "cli imports a service": (
         "cli/main.py",
         "from jennah.services import access",
@@ -231,7 +249,7 @@ def test_the_contracts_hold_on_a_package_laid_out_as_the_layering_says(
     options = project_options()
     broken, report = lint(write_package(tmp_path, options["composition_root"]), options)
     assert broken == set(), report
-    assert len(options["contracts"]) == 11
+    assert len(options["contracts"]) == 12
 
 
 @pytest.mark.parametrize("case", WRONG_IMPORTS, ids=list(WRONG_IMPORTS))

@@ -11,6 +11,7 @@ from jennah.cli.auth import auth
 from jennah.cli.billing import billing
 from jennah.cli.client import EXIT_CODES_HELP
 from jennah.cli.enterprises import enterprises
+from jennah.cli.mcp import mcp
 from jennah.cli.memory import memory_group
 from jennah.cli.notes import notes_group
 from jennah.cli.operations import operations
@@ -104,7 +105,7 @@ scopes.add_command(scope_commands.update_scope)
 scopes.add_command(scope_commands.destroy_scope)
 scopes.add_command(memory_group("scopes", "SCOPE", "the scope"))
 scopes.add_command(notes_group("scopes", "SCOPE", "the scope"))
-for command in (serve, auth, agents, scopes, vocabulary, usage, billing, keys, roles, users):
+for command in (serve, mcp, auth, agents, scopes, vocabulary, usage, billing, keys, roles, users):
     cli.add_command(command)
 cli.add_command(operations)
 cli.add_command(enterprises)  # operators: writes the stores, not the API

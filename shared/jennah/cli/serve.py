@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import logging
 import signal
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from types import FrameType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 import click
@@ -27,6 +28,8 @@ if TYPE_CHECKING:
     from jennah.services.local_enterprise import LocalRoot
 
 DEFAULT_PORT = 8080
+MCP_PATH = "/mcp"
+WsgiApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
 FORMATION_MODELS = ("rules", "vertex", "local")
 
 
@@ -52,6 +55,10 @@ FORMATION_MODELS = ("rules", "vertex", "local")
     form-worker function runs them in production. The local enterprise is on the
     Enterprise plan. --host and --port default to those of JENNAH_ENDPOINT
     (http://127.0.0.1:8080).
+
+    It also serves the MCP tools over streamable HTTP (stateless, JSON answers) at
+    /mcp/agents/AGENT, /mcp/scopes/SCOPE and /mcp/scopes/SCOPE/shared (household
+    mode), with the caller's bearer credential (see `jnh mcp`).
 
     \b
     Example:
@@ -99,7 +106,7 @@ def serve(
         recover(container.formation, restart=True)
     logging.getLogger("werkzeug").setLevel(logging.WARNING)
     server = make_server(
-        create_app(container),
+        with_mcp(create_app(container)),
         host or default_host,
         default_port if port is None else port,
         kind=settings.http_server,
@@ -114,6 +121,25 @@ def serve(
     finally:
         server.server_close()
         container.close()
+
+
+def with_mcp(app: WsgiApp) -> WsgiApp:
+    """`app`, with the streamable-HTTP MCP endpoint under /mcp (`jennah.mcp.endpoint`), whose
+    tools call `app` in process with the caller's credentials."""
+    import httpx
+
+    from jennah.mcp.endpoint import McpEndpoint
+
+    endpoint = McpEndpoint(
+        "http://jennah.local", mount=MCP_PATH, transport=httpx.WSGITransport(app=app)
+    )
+
+    def dispatch(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+        path = str(environ.get("PATH_INFO", ""))
+        served = endpoint if path == MCP_PATH or path.startswith(MCP_PATH + "/") else app
+        return served(environ, start_response)
+
+    return dispatch
 
 
 def formation_model(settings: Settings, requested: str | None) -> tuple[Settings, str | None]:
@@ -180,6 +206,7 @@ def _print_banner(
     if fallback:
         click.echo(f"             ({fallback})")
     click.echo(f"  openapi    {url}/openapi.json")
+    click.echo(f"  mcp        {url}{MCP_PATH}/agents/AGENT, {url}{MCP_PATH}/scopes/SCOPE[/shared]")
     click.echo(f"  root       {ROOT_PRINCIPAL} of enterprise "
                f"{LOCAL_ENTERPRISE_ID!r}: {_root_news(root)}")  # fmt: skip
     click.echo(f"  token      jnh auth print-token --data-dir {settings.data_dir}")
