@@ -7,7 +7,8 @@ from pathlib import Path
 
 import click
 
-from jennah.cli.options import data_dir_option, load_settings, resolve_token
+from jennah.cli.options import data_dir_option, load_settings
+from jennah.client.credentials import resolve_token
 
 
 @click.command(
