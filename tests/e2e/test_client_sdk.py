@@ -14,6 +14,7 @@ import pytest
 from jennah.api import dto
 from jennah.client import (
     Aborted,
+    AlreadyExists,
     Client,
     InvalidArgument,
     NotFound,
@@ -184,6 +185,62 @@ def test_edit_forget_and_suppressions(client: Client, collection: str) -> None:
     assert counted.count == 1  # the claim forgotten already is out of the group
     done = scope.forget_group(about="Erin", expected_count=counted.count)
     assert [rule.memory_id for rule in done.suppressions] == [ids[1]]
+
+
+# keyed memory
+
+
+@pytest.mark.parametrize("collection", ["agents", "scopes"])
+def test_keyed_memory_is_remembered_read_linked_recalled_and_forgotten(
+    client: Client, collection: str
+) -> None:
+    notes = handle(client, collection, f"notes-{collection}")
+    made = notes.remember("harbor-status-reports", "Harbor reports go out on Fridays.", 0)
+    assert made.version == 1
+    updated = notes.remember("harbor-status-reports", "Harbor reports go out on Mondays.", 1)
+    assert updated.version == 2
+    notes.remember("harbor-conventions", "Use ISO dates in harbor documents.", 0)
+    linked = notes.link("harbor-status-reports", "harbor-conventions")
+    assert linked.links == ["harbor-conventions"]
+    assert notes.get_keyed("harbor-conventions").links == ["harbor-status-reports"]
+    keys = [entry.key for entry in notes.list_keyed(page_size=1)]
+    assert keys == ["harbor-status-reports", "harbor-conventions"]  # newest update first
+    assert len(list(notes.list_keyed(page_size=1).pages)) == 2
+    recalled = notes.recall("when do the status reports go out", 200)
+    assert [(m.key, m.via) for m in recalled.memories] == [
+        ("harbor-status-reports", "MATCH"),
+        ("harbor-conventions", "LINK"),
+    ]
+    assert 0 < recalled.token_count <= 200
+    hits = list(notes.search_keyed("harbor", page_size=1))
+    assert {hit.key for hit in hits} == set(keys)
+    assert notes.unlink("harbor-status-reports", "harbor-conventions").links == []
+    notes.forget_keyed("harbor-conventions")
+    with pytest.raises(NotFound):
+        notes.get_keyed("harbor-conventions")
+
+
+def test_a_stale_remember_is_aborted_with_the_current_version(client: Client) -> None:
+    notes = client.scope("notes-stale")
+    notes.remember("tea", "Green tea in the morning.", 0)
+    with pytest.raises(AlreadyExists):
+        notes.remember("tea", "Black tea.", 0)
+    with pytest.raises(Aborted) as stale:
+        notes.remember("tea", "Black tea.", 5)
+    assert stale.value.reason == "KEYED_MEMORY_VERSION_MISMATCH"
+    assert stale.value.metadata["currentVersion"] == "1"
+
+
+def test_remember_is_not_retried_and_recall_is(client: Client, fresh: FailingProxy) -> None:
+    notes = client.scope("notes-retry")
+    fresh.fail(1)
+    with pytest.raises(Unavailable):
+        notes.remember("coffee", "Espresso after lunch.", 0)
+    assert len(fresh.seen) == 1
+    fresh.reset()
+    fresh.fail(1)
+    assert notes.recall("coffee", 50).token_count >= 0
+    assert len(fresh.seen) == 2
 
 
 # scopes, vocabulary, billing, operations

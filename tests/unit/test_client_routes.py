@@ -75,15 +75,19 @@ def test_the_client_models_are_the_documents_schemas(document: dict[str, Any]) -
 
 
 def test_every_get_put_patch_and_delete_is_retried_and_writes_are_not() -> None:
+    conditional = {f"{c}.keyedMemories.remember" for c in ("agents", "scopes")}
     for rpc in RPCS.values():
-        if rpc.method != "POST":
+        if rpc.method != "POST" and rpc.operation_id not in conditional:
             assert rpc.idempotent, rpc.operation_id
-    never = {"memory.commit", "memory.import", "memories.edit", "memories.forget"}
+    never = {"memory.commit", "memory.import", "memories.edit", "memories.forget",
+             "keyedMemories.remember"}  # fmt: skip
     for collection in ("agents", "scopes"):
         for name in never:
             assert not RPCS[f"{collection}.{name}"].retried({}), name
         group = RPCS[f"{collection}.memories.forgetGroup"]
         assert group.retried({"validateOnly": True}) and not group.retried({"expectedCount": 1})
+        for name in ("link", "unlink", "recall", "search", "get", "list", "forget"):
+            assert RPCS[f"{collection}.keyedMemories.{name}"].retried({}), name
     form = RPCS["agents.memory.form"]
     assert form.retried({"formationKey": "k"}) and not form.retried({"turns": []})
     for op in ("scopes.create", "apiKeys.create", "users.create", "roleBindings.grant"):

@@ -29,6 +29,7 @@ from pydantic.alias_generators import to_camel
 from pydantic.config import JsonDict, JsonValue
 
 from jennah.domain import claims, rules
+from jennah.domain import keyed as keyed_rules
 from jennah.domain import search as search_rules
 from jennah.domain.access import (
     API_KEY_PRINCIPAL,
@@ -1655,6 +1656,119 @@ class ListSuppressionsResponse(WireResponse):
     next_page_token: str | None = Field(
         default=None, description="Pass as pageToken for the next page; absent on the last page"
     )
+
+
+# keyed memory: …/keyedMemories (api/keyed.py serves them; jennah.domain.keyed has the bounds)
+
+
+_KEY_HELP = (
+    f"Lowercase letters, digits, '-' and '_'; 1-{keyed_rules.MAX_KEY_CHARS} characters. Names the "
+    "subject (harbor-status-reports), not the date"
+)
+
+
+class RememberRequest(WireRequest):
+    """PUT …/keyedMemories/{key}: create (expectedVersion 0) or update an entry."""
+
+    content: str = Field(
+        description=f"Non-empty text, at most {keyed_rules.MAX_CONTENT_CHARS:,} characters",
+        json_schema_extra={"minLength": 1, "maxLength": keyed_rules.MAX_CONTENT_CHARS,
+                           "pattern": r"\S"},
+    )  # fmt: skip
+    expected_version: int = Field(
+        description="0 creates the key (ALREADY_EXISTS when it exists); N updates only "
+        "while the stored version is N, else ABORTED with reason "
+        f"{keyed_rules.VERSION_MISMATCH} and currentVersion in the error details",
+        json_schema_extra={"minimum": 0, "format": "int64"},
+    )
+
+
+class LinkRequest(WireRequest):
+    """POST …/keyedMemories/{key}:link or :unlink."""
+
+    target: str = Field(
+        description=f"The other entry's key. {_KEY_HELP}",
+        json_schema_extra={"pattern": keyed_rules.KEY_PATTERN.pattern},
+    )
+
+
+class RecallRequest(WireRequest):
+    """POST …/keyedMemories:recall."""
+
+    request: str = Field(
+        description="The current request: its words (at least one that is not a stop "
+        "word) are compared with keys and contents "
+        f"(at most {keyed_rules.MAX_REQUEST_CHARS:,} characters)",
+        json_schema_extra={"maxLength": keyed_rules.MAX_REQUEST_CHARS, "pattern": "[A-Za-z0-9]"},
+    )
+    token_budget: Int32 = Field(
+        description=f"Tokens the answer may hold, 1-{keyed_rules.MAX_TOKEN_BUDGET:,} (the brief's "
+        "WordPiece tokenizer over each entry's key and content); never exceeded",
+        json_schema_extra={"minimum": 1, "maximum": keyed_rules.MAX_TOKEN_BUDGET},
+    )
+
+
+class SearchKeyedMemoriesRequest(PageParams):
+    """POST …/keyedMemories:search (read_memories): the query, and the page (pageSize,
+    pageToken) in the body."""
+
+    query: str = Field(
+        description="Words to look for in keys and contents (at least one that is not a "
+        f"stop word; at most {keyed_rules.MAX_REQUEST_CHARS:,} characters)",
+        json_schema_extra={"maxLength": keyed_rules.MAX_REQUEST_CHARS, "pattern": "[A-Za-z0-9]"},
+    )
+
+
+class KeyedMemoryParams(PageParams):
+    """Query parameters of GET …/keyedMemories and POST …/keyedMemories:search."""
+
+
+class KeyedMemoryResource(WireResponse):
+    key: str = Field(description=_KEY_HELP)
+    content: str
+    version: Int64 = Field(description="1 on create, one more on each update")
+    links: list[str] = Field(
+        default_factory=list,
+        description=f"Keys of the linked entries (symmetric; at most {keyed_rules.MAX_LINKS})",
+    )
+    create_time: Timestamp
+    update_time: Timestamp
+
+
+class ListKeyedMemoriesResponse(WireResponse):
+    """A page of entries, most recently updated first."""
+
+    keyed_memories: list[KeyedMemoryResource] = Field(default_factory=list)
+    next_page_token: str | None = None
+
+
+class SearchHit(WireResponse):
+    key: str
+    content: str
+    version: Int64
+    update_time: Timestamp
+    matched_words: Int32 = Field(description="How many distinct query words the entry holds")
+
+
+class SearchKeyedMemoriesResponse(WireResponse):
+    """Entries holding the query's words: most words first, then most recently updated."""
+
+    results: list[SearchHit] = Field(default_factory=list)
+    next_page_token: str | None = None
+
+
+class RecalledMemory(WireResponse):
+    key: str
+    content: str
+    version: Int64
+    via: Literal["MATCH", "LINK"] = Field(
+        description="MATCH: its words matched the request; LINK: linked with a match"
+    )
+
+
+class RecallResponse(WireResponse):
+    memories: list[RecalledMemory] = Field(default_factory=list)
+    token_count: Int32 = Field(description="Tokens of the memories, never over tokenBudget")
 
 
 def dump(model: BaseModel) -> dict[str, object]:

@@ -98,7 +98,13 @@ class _Caller:
         query = None if rpc.params is None else wire_params(rpc.params, params or {})
         response = self.send(operation_id, path, body=body, params=query, retry=retry)
         assert rpc.response is not None, operation_id
-        return rpc.response.model_validate(json_object(response))
+        try:
+            return rpc.response.model_validate(json_object(response))
+        except ValidationError as exc:
+            raise errors.Unknown(
+                f"the answer of {operation_id} is no {rpc.response.__name__}: {exc}",
+                code=response.status_code, response=response,
+            ) from None  # fmt: skip
 
     def pager(
         self,
@@ -114,6 +120,24 @@ class _Caller:
         def fetch(token: str) -> Any:
             asked = given | ({"page_token": token} if token else {})
             return self.call(operation_id, path, params=asked, retry=retry)
+
+        return Pager(fetch, items, first)
+
+    def body_pager(
+        self,
+        operation_id: str,
+        items: str,
+        path: Mapping[str, str],
+        fields: Mapping[str, Any],
+        retry: RetryArg = DEFAULT,
+    ) -> Pager[Any, Any]:
+        """A list sent as POST: the page (page_size, page_token) travels in the body."""
+        given = {k: v for k, v in fields.items() if v is not None}
+        first = str(given.pop("page_token", ""))
+
+        def fetch(token: str) -> Any:
+            asked = given | ({"page_token": token} if token else {})
+            return self.call(operation_id, path, retry=retry, **asked)
 
         return Pager(fetch, items, first)
 
@@ -319,6 +343,75 @@ class Scope:
         path = self._path | {"suppressionId": suppression_id}
         self._caller.send(self._op("suppressions.delete"), path, retry=retry)
 
+    # keyed memory: the notebook of entries named by subject
+
+    def remember(
+        self, key: str, content: str, expected_version: int, *, retry: RetryArg = DEFAULT
+    ) -> dto.KeyedMemoryResource:
+        """PUT keyedMemories/{key}: create (expected_version=0; AlreadyExists when the key
+        is taken) or update while the stored version is expected_version (else Aborted,
+        reason KEYED_MEMORY_VERSION_MISMATCH, currentVersion in its metadata). Never retried
+        by default: see jennah.client.routes."""
+        answer: dto.KeyedMemoryResource = self._caller.call(
+            self._op("keyedMemories.remember"), self._entry(key), retry=retry,
+            content=content, expected_version=expected_version,
+        )  # fmt: skip
+        return answer
+
+    def get_keyed(self, key: str, *, retry: RetryArg = DEFAULT) -> dto.KeyedMemoryResource:
+        """One entry with its links."""
+        answer: dto.KeyedMemoryResource = self._caller.call(
+            self._op("keyedMemories.get"), self._entry(key), retry=retry
+        )
+        return answer
+
+    def list_keyed(
+        self, *, retry: RetryArg = DEFAULT, **params: Any
+    ) -> Pager[dto.ListKeyedMemoriesResponse, dto.KeyedMemoryResource]:
+        """Every entry, most recently updated first (page_size=, page_token=)."""
+        op = self._op("keyedMemories.list")
+        return self._caller.pager(op, "keyed_memories", self._path, params, retry)
+
+    def forget_keyed(self, key: str, *, retry: RetryArg = DEFAULT) -> None:
+        """forget_memory: delete the entry and every link to or from it."""
+        self._caller.send(self._op("keyedMemories.forget"), self._entry(key), retry=retry)
+
+    def link(self, key: str, target: str, *, retry: RetryArg = DEFAULT) -> dto.KeyedMemoryResource:
+        """:link two entries (symmetric; at most 12 links per entry); answers `key`'s entry."""
+        answer: dto.KeyedMemoryResource = self._caller.call(
+            self._op("keyedMemories.link"), self._entry(key), retry=retry, target=target
+        )
+        return answer
+
+    def unlink(
+        self, key: str, target: str, *, retry: RetryArg = DEFAULT
+    ) -> dto.KeyedMemoryResource:
+        """:unlink two entries; answers `key`'s entry."""
+        answer: dto.KeyedMemoryResource = self._caller.call(
+            self._op("keyedMemories.unlink"), self._entry(key), retry=retry, target=target
+        )
+        return answer
+
+    def recall(
+        self, request: str, token_budget: int, *, retry: RetryArg = DEFAULT
+    ) -> dto.RecallResponse:
+        """:recall: the entries that matter for `request` within `token_budget` tokens,
+        then their linked neighbours (via LINK) while space remains."""
+        answer: dto.RecallResponse = self._caller.call(
+            self._op("keyedMemories.recall"), self._path, retry=retry,
+            request={"request": request, "tokenBudget": token_budget},
+        )  # fmt: skip
+        return answer
+
+    def search_keyed(
+        self, query: str, *, page_size: int | None = None, page_token: str | None = None,
+        retry: RetryArg = DEFAULT,
+    ) -> Pager[dto.SearchKeyedMemoriesResponse, dto.SearchHit]:  # fmt: skip
+        """:search (read_memories): the entries holding the query's words, every page."""
+        fields = {"query": query, "page_size": page_size, "page_token": page_token}
+        op = self._op("keyedMemories.search")
+        return self._caller.body_pager(op, "results", self._path, fields, retry)
+
     # the scope itself (always /v1/scopes/{scopeId}: it names an agent workspace too)
 
     def update(
@@ -340,6 +433,9 @@ class Scope:
 
     def _claim(self, memory_id: str) -> dict[str, str]:
         return self._path | {"memoryId": memory_id}
+
+    def _entry(self, key: str) -> dict[str, str]:
+        return self._path | {"key": key}
 
 
 class Agent(Scope):
@@ -394,6 +490,15 @@ class Client:
             where.endpoint, where.token, where.enterprise, timeout, transport
         )
         self._caller = _Caller(self.transport, retry)
+
+    @classmethod
+    def over(cls, transport: Transport, *, retry: Retry | None = DEFAULT_RETRY) -> Client:
+        """A client on a transport as it is: its endpoint and credential are not looked up
+        (a server calling the API with its own caller's credential)."""
+        client = cls.__new__(cls)
+        client.transport = transport
+        client._caller = _Caller(transport, retry)
+        return client
 
     def __enter__(self) -> Client:
         return self

@@ -3,15 +3,24 @@ may be retried (is idempotent). tests/unit/test_client_routes.py holds this tabl
 api/openapi.json, so the client cannot drift from the server's document.
 
 Idempotent, so retried on UNAVAILABLE and ABORTED:
-- every GET, and the PUT, PATCH and DELETE routes (a replay sets or removes the same thing);
-- the reads sent as POST: memory:query, memory:search, memory:readExcerpt;
+- every GET, and the PUT, PATCH and DELETE routes (a replay sets or removes the same thing),
+  except the keyed-memory PUT (below); a replayed DELETE of a keyed entry may answer
+  NOT_FOUND for work done;
+- the reads sent as POST: memory:query, memory:search, memory:readExcerpt,
+  keyedMemories:recall and keyedMemories:search;
+- keyedMemories/{key}:link and :unlink (linking a linked pair, or unlinking an unlinked
+  one, changes nothing);
 - memory:dream (a replay changes nothing), billing:setOverageMultiple (sets one value),
   apiKeys/{keyId}:revoke (revoking a revoked key changes nothing);
 - memory:form only with a formationKey (a replay answers the first receipt), and
   memories:forgetGroup only with validateOnly (a count).
 Not retried: memory:commit and memory:import (a replay after a lost answer writes again or
 fails on a scope no longer empty), memories/{id}:edit (under the claim's revision: a
-replay is ABORTED REVISION_CHANGED, which needs a re-read), :forget, scopes.create,
+replay is ABORTED REVISION_CHANGED, which needs a re-read), PUT keyedMemories/{key} (a
+remember under expectedVersion: it cannot write twice, but a replay after a lost answer
+is ALREADY_EXISTS or ABORTED KEYED_MEMORY_VERSION_MISMATCH for the caller's own write, and
+a mismatch is never cured by trying again; either way only a re-read tells, and only a
+successful answer is evidence of the write), :forget, scopes.create,
 apiKeys.create, users.create, roleBindings:grant and :revoke (a replay may answer
 ALREADY_EXISTS or NOT_FOUND for work done).
 """
@@ -99,6 +108,31 @@ def _scope_rpcs(collection: str) -> list[Rpc]:
                 idempotent=True),
         _scoped(collection, "suppressions.delete", "DELETE", "/suppressions/{suppressionId}",
                 dto.Empty, idempotent=True),
+        *_keyed_rpcs(collection),
+    ]  # fmt: skip
+
+
+def _keyed_rpcs(collection: str) -> list[Rpc]:
+    entries = "/keyedMemories"
+    entry = entries + "/{key}"
+    name = "keyedMemories."
+    return [
+        _scoped(collection, name + "remember", "PUT", entry, dto.KeyedMemoryResource,
+                request=dto.RememberRequest),
+        _scoped(collection, name + "get", "GET", entry, dto.KeyedMemoryResource,
+                idempotent=True),
+        _scoped(collection, name + "forget", "DELETE", entry, dto.Empty, idempotent=True),
+        _scoped(collection, name + "list", "GET", entries, dto.ListKeyedMemoriesResponse,
+                params=dto.KeyedMemoryParams, idempotent=True),
+        _scoped(collection, name + "link", "POST", entry + ":link", dto.KeyedMemoryResource,
+                request=dto.LinkRequest, idempotent=True),
+        _scoped(collection, name + "unlink", "POST", entry + ":unlink",
+                dto.KeyedMemoryResource, request=dto.LinkRequest, idempotent=True),
+        _scoped(collection, name + "recall", "POST", entries + ":recall", dto.RecallResponse,
+                request=dto.RecallRequest, idempotent=True),
+        _scoped(collection, name + "search", "POST", entries + ":search",
+                dto.SearchKeyedMemoriesResponse, request=dto.SearchKeyedMemoriesRequest,
+                idempotent=True),
     ]  # fmt: skip
 
 
