@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 from typing import Any
@@ -50,7 +51,8 @@ def test_each_route_goes_to_the_function_serving_it_with_the_callers_headers(
     seen, transport = recording(httpx.Response(200, json={}))
     api = MemoryApi("https://fn.example/jennah-{function}", "agents", "bot", "Bearer ju_x",
                     "acme", transport)  # fmt: skip
-    call(api)
+    with contextlib.suppress(ApiFailure):  # {} is no answer of most routes: UNKNOWN
+        call(api)
     (request,) = seen
     assert (request.method, str(request.url)) == (method, url)
     assert request.headers["authorization"] == "Bearer ju_x"
@@ -60,9 +62,13 @@ def test_each_route_goes_to_the_function_serving_it_with_the_callers_headers(
 def test_bodies_carry_the_apis_field_names() -> None:
     seen, transport = recording(httpx.Response(200, json={}))
     api = MemoryApi("http://local", "scopes", "fam", None, None, transport)
-    api.search("tea", 3, 200)
-    api.remember("k", "v", 4)
-    api.search_keyed("tea", 10, "tok")
+    for call in (
+        lambda: api.search("tea", 3, 200),
+        lambda: api.remember("k", "v", 4),
+        lambda: api.search_keyed("tea", 10, "tok"),
+    ):
+        with contextlib.suppress(ApiFailure):  # {} is no answer of these routes: UNKNOWN
+            call()
     bodies = [json.loads(r.content) for r in seen]
     assert bodies == [
         {"query": "tea", "maxItems": 3, "tokenBudget": 200},
@@ -131,7 +137,9 @@ MCP_HEADERS = {"Authorization": "Bearer ju_x", "Accept": "application/json, text
 
 
 def test_a_tool_call_passes_the_callers_authorization_through() -> None:
-    seen, transport = recording(httpx.Response(200, json={"candidates": [], "text": ""}))
+    seen, transport = recording(
+        httpx.Response(200, json={"candidates": [], "tokenCount": 0, "text": ""})
+    )
     endpoint = McpEndpoint("http://local", mount="/mcp", transport=transport)
     answer = WsgiClient(endpoint).post("/mcp/scopes/fam", headers=MCP_HEADERS, json=CALL)
     assert answer.status_code == 200

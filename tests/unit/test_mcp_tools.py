@@ -52,7 +52,12 @@ def test_a_reference_to_another_scope_is_not_found_without_asking_the_api() -> N
 
 
 def test_an_api_error_is_a_tool_error_with_its_status_reason_and_message() -> None:
-    info = {"reason": "KEYED_MEMORY_NOT_FOUND", "metadata": {"key": "k"}}
+    info = {
+        "@type": "type.googleapis.com/google.rpc.ErrorInfo",
+        "reason": "KEYED_MEMORY_NOT_FOUND",
+        "domain": "jennah",
+        "metadata": {"key": "k"},
+    }
     error = {"error": {"code": 404, "status": "NOT_FOUND", "message": "no such entry",
                        "details": [info]}}  # fmt: skip
     server, _ = server_over(httpx.Response(404, json=error))
@@ -63,7 +68,14 @@ def test_an_api_error_is_a_tool_error_with_its_status_reason_and_message() -> No
 
 
 def test_remember_sends_expected_version() -> None:
-    entry = {"key": "k", "content": "v", "version": 1}
+    entry = {
+        "key": "k",
+        "content": "v",
+        "version": "1",
+        "links": [],
+        "createTime": "2025-01-02T03:04:05Z",
+        "updateTime": "2025-01-02T03:04:05Z",
+    }
     server, seen = server_over(httpx.Response(200, json=entry))
     result = call(server, "remember", {"key": "k", "content": "v", "expectedVersion": 0})
     assert not result.is_error and result.structured_content == entry

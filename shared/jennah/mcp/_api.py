@@ -1,8 +1,9 @@
-"""The few Jennah HTTP routes the MCP server calls, one function each, with the caller's
-credentials; a Google error body comes back as `ApiFailure`.
+"""The Jennah HTTP routes the MCP server calls, one function each, through the SDK
+(`jennah.client`) with the caller's credentials; an error the SDK raises comes back as
+`ApiFailure` (the tools' error shape), answers as the API's JSON objects.
 
-Private to jennah.mcp until `jennah.client` (the typed SDK) lands: then each function
-becomes one call of that client and `ApiFailure` its error type, in this file only.
+Calls are not retried (`retry=None`): a tool call answers within the MCP request's own
+deadline, and the agent decides what to do with UNAVAILABLE.
 
 `endpoint` is the API's base URL. In the cloud each route is served by its own function;
 an endpoint holding `{function}` (https://REGION-PROJECT.cloudfunctions.net/jennah-{function})
@@ -11,14 +12,19 @@ is completed with the name of the function serving the route.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import quote
 
 import httpx
+from pydantic import BaseModel
+
+from jennah.client import ApiError, Client, Scope
+from jennah.client.transport import Transport
 
 COLLECTIONS = ("agents", "scopes")
 TIMEOUT_SECONDS = 60.0
+BEARER = "bearer "
 
 
 class ApiFailure(Exception):
@@ -34,6 +40,10 @@ class ApiFailure(Exception):
         self.message = message
         self.reason = reason
         self.metadata = metadata or {}
+
+    @classmethod
+    def of(cls, err: ApiError) -> ApiFailure:
+        return cls(err.code, err.status, err.message, err.reason or "", dict(err.metadata))
 
     def body(self) -> dict[str, Any]:
         """The error as the API's error body holds it."""
@@ -57,79 +67,58 @@ class MemoryApi:
     transport: httpx.BaseTransport | None = field(default=None, compare=False)
 
     def search(self, query: str, max_items: int | None, token_budget: int | None) -> Any:
-        body: dict[str, Any] = {"query": query}
-        if max_items is not None:
-            body["maxItems"] = max_items
-        if token_budget is not None:
-            body["tokenBudget"] = token_budget
-        return self._call("query", "POST", "/memory:search", json=body)
+        return self._call(
+            "query", lambda s: s.search(query, max_items=max_items, token_budget=token_budget)
+        )
 
     def get_memory(self, memory_id: str) -> Any:
-        return self._call("inspect", "GET", f"/memories/{_segment(memory_id)}")
+        return self._call("inspect", lambda s: s.get_memory(memory_id))
 
     def evidence(self, memory_id: str) -> Any:
-        return self._call("inspect", "GET", f"/memories/{_segment(memory_id)}/evidence")
+        return self._call("inspect", lambda s: s.list_evidence(memory_id))
 
     def read_excerpt(self, ref: str) -> Any:
-        return self._call("inspect", "POST", "/memory:readExcerpt", json={"ref": ref})
+        return self._call("inspect", lambda s: s.read_excerpt(ref))
 
     def brief(self, variant: str) -> Any:
-        return self._call("inspect", "GET", "/memory/brief", params={"variant": variant})
+        return self._call("inspect", lambda s: s.get_brief(variant))
 
     def remember(self, key: str, content: str, expected_version: int) -> Any:
-        body = {"content": content, "expectedVersion": expected_version}
-        return self._call("keyed", "PUT", f"/keyedMemories/{_segment(key)}", json=body)
+        return self._call("keyed", lambda s: s.remember(key, content, expected_version))
 
     def search_keyed(self, query: str, page_size: int | None, page_token: str | None) -> Any:
-        body: dict[str, Any] = {"query": query}
-        if page_size is not None:
-            body["pageSize"] = page_size
-        if page_token:
-            body["pageToken"] = page_token
-        return self._call("keyed", "POST", "/keyedMemories:search", json=body)
+        return self._call(
+            "keyed",
+            lambda s: next(s.search_keyed(query, page_size=page_size, page_token=page_token).pages),
+        )
 
     def forget_keyed(self, key: str) -> Any:
-        return self._call("keyed", "DELETE", f"/keyedMemories/{_segment(key)}")
+        return self._call("keyed", lambda s: s.forget_keyed(key))
 
-    def _call(self, function: str, method: str, tail: str, **kwargs: Any) -> Any:
-        base = self.endpoint.replace("{function}", function).rstrip("/")
-        url = f"{base}/v1/{self.collection}/{_segment(self.scope_id)}{tail}"
-        headers = {}
-        if self.authorization:
-            headers["Authorization"] = self.authorization
-        if self.enterprise:
-            headers["X-Jennah-Enterprise"] = self.enterprise
-        try:
-            with httpx.Client(transport=self.transport, timeout=TIMEOUT_SECONDS) as http:
-                response = http.request(method, url, headers=headers, **kwargs)
-        except httpx.TimeoutException:
-            raise ApiFailure(504, "DEADLINE_EXCEEDED", f"no answer from {base} in time") from None
-        except httpx.HTTPError as exc:
-            raise ApiFailure(503, "UNAVAILABLE", f"cannot reach {base}: {exc}") from None
-        return _answer(response)
-
-
-def _answer(response: httpx.Response) -> Any:
-    try:
-        body = response.json()
-    except ValueError:
-        body = None
-    if response.is_success and isinstance(body, dict):
-        return body
-    error = body.get("error") if isinstance(body, dict) else None
-    if not isinstance(error, dict) or "status" not in error:
-        raise ApiFailure(
-            response.status_code, "UNKNOWN", f"unexpected HTTP {response.status_code} answer"
-        )
-    info = next((d for d in error.get("details", []) if isinstance(d, dict) and "reason" in d), {})
-    raise ApiFailure(
-        int(error.get("code", response.status_code)),
-        str(error["status"]),
-        str(error.get("message", "")),
-        str(info.get("reason", "")),
-        {str(k): str(v) for k, v in (info.get("metadata") or {}).items()},
-    )
+    def _call(self, function: str, call: Callable[[Scope], BaseModel | None]) -> Any:
+        """`call` on this scope's handle, the endpoint completed with `function`."""
+        base = self.endpoint.replace("{function}", function)
+        token = _bearer(self.authorization)
+        sent = Transport(base, token, self.enterprise, TIMEOUT_SECONDS, self.transport)
+        with Client.over(sent, retry=None) as client:
+            handle = (
+                client.agent(self.scope_id)
+                if self.collection == "agents"
+                else client.scope(self.scope_id)
+            )
+            try:
+                answer = call(handle)
+            except ApiError as err:
+                raise ApiFailure.of(err) from None
+        if answer is None:
+            return {}
+        return answer.model_dump(mode="json", by_alias=True, exclude_none=True)
 
 
-def _segment(value: str) -> str:
-    return quote(value, safe=":")
+def _bearer(authorization: str | None) -> str | None:
+    """The credential of an Authorization header (the SDK sends it as a bearer token)."""
+    if not authorization:
+        return None
+    if authorization[: len(BEARER)].lower() == BEARER:
+        return authorization[len(BEARER) :].strip()
+    return authorization
