@@ -204,7 +204,7 @@ def test_keyed_memory_is_remembered_read_linked_recalled_and_forgotten(
     assert linked.links == ["harbor-conventions"]
     assert notes.get_keyed("harbor-conventions").links == ["harbor-status-reports"]
     keys = [entry.key for entry in notes.list_keyed(page_size=1)]
-    assert keys == ["harbor-status-reports", "harbor-conventions"]  # newest update first
+    assert keys == ["harbor-conventions", "harbor-status-reports"]  # newest update first
     assert len(list(notes.list_keyed(page_size=1).pages)) == 2
     recalled = notes.recall("when do the status reports go out", 200)
     assert [(m.key, m.via) for m in recalled.memories] == [
@@ -233,10 +233,13 @@ def test_a_stale_remember_is_aborted_with_the_current_version(client: Client) ->
 
 def test_remember_is_not_retried_and_recall_is(client: Client, fresh: FailingProxy) -> None:
     notes = client.scope("notes-retry")
+    notes.remember("coffee", "Espresso after lunch.", 0)
+    fresh.reset()
     fresh.fail(1)
     with pytest.raises(Unavailable):
-        notes.remember("coffee", "Espresso after lunch.", 0)
+        notes.remember("coffee", "Espresso after dinner.", 1)
     assert len(fresh.seen) == 1
+    assert notes.get_keyed("coffee").version == 1  # the refused call wrote nothing
     fresh.reset()
     fresh.fail(1)
     assert notes.recall("coffee", 50).token_count >= 0
