@@ -1,11 +1,9 @@
 """The keyed-memory tools (remember, read_memories, forget_memory) end to end, with the
-official `mcp` SDK's client over stdio and streamable HTTP against a running `jnh serve`:
-they need issue 18's routes (…/keyedMemories): until those are merged (branch i18-keyed) the
-module skips, saying so. Run against i18-keyed merged in, all pass."""
+official `mcp` SDK's client over stdio and streamable HTTP against a running `jnh serve`
+(issue 18's …/keyedMemories routes, reached through jennah.client)."""
 
 from __future__ import annotations
 
-import httpx
 import pytest
 from mcp import Client
 
@@ -18,13 +16,6 @@ pytestmark = pytest.mark.slow
 @pytest.fixture(scope="module")
 def token(server: Server) -> str:
     return server.ok("auth", "print-token").strip()
-
-
-@pytest.fixture(autouse=True)
-def keyed_routes(server: Server) -> None:
-    paths = httpx.get(f"{server.endpoint}/openapi.json").json()["paths"]
-    if not any("keyedMemories" in path for path in paths):
-        pytest.skip("this server has no …/keyedMemories routes yet (issue 18, branch i18-keyed)")
 
 
 def session(server: Server, token: str, transport: str, agent: str) -> object:
