@@ -20,7 +20,6 @@ LONGEST_FIRST = (
     "tests/e2e/test_access_e2e.py",
     "tests/e2e/test_serve_crash.py",
     "tests/integration/test_formation_fault_injection.py",
-    "tests/e2e/test_access_matrix_sqlite.py",
 )
 
 

@@ -314,8 +314,9 @@ MATRIX_CASES = [
 # the routes whose answer only reads, whoever sends it: every case of theirs shares a world
 READ_ONLY = frozenset(
     {op for op, row in MATRIX.items() if row.method == "GET"}
-    | {f"{level}.memory.{verb}" for level in ("agents", "scopes")
-       for verb in ("query", "search", "readExcerpt")}
+    | {f"{level}.{verb}" for level in ("agents", "scopes")
+       for verb in ("memory.query", "memory.search", "memory.readExcerpt",
+                    "keyedMemories.recall", "keyedMemories.search")}
 )  # fmt: skip
 
 
