@@ -2,7 +2,9 @@
 and the vocabulary store on one SQLite file, as `jnh serve` wires them.
 
 "Nothing written" is checked on the file itself: every row of every table, read
-through a connection of its own, before and after each refused request.
+through a connection of its own, before and after each refused request. The cases that
+write nothing share one world (each checked to write nothing at all); the ones that may
+write get a world each (see tests/unit/test_access_matrix.py).
 """
 
 from __future__ import annotations
@@ -21,10 +23,13 @@ from jennah.bootstrap import Container
 from jennah.settings import Settings
 from tests.unit.test_access_matrix import (
     MATRIX,
-    MATRIX_CASES,
+    OWN_CASES,
     READS,
+    SHARED_CASES,
+    SharedWorld,
     World,
     build_world,
+    check_shared_case,
     run_case,
 )
 
@@ -52,12 +57,11 @@ def dump(path: Path, enterprise: str | None) -> dict[str, list[tuple[Any, ...]]]
         conn.close()
 
 
-@pytest.fixture
-def make_world(tmp_path: Path) -> Iterator[Any]:
+def _world_maker(directory: Path) -> tuple[Any, list[Container]]:
     opened: list[Container] = []
 
     def make() -> World:
-        path = tmp_path / f"world{len(opened)}" / "memory.db"
+        path = directory / f"world{len(opened)}" / "memory.db"
         path.parent.mkdir()
         container = Container(
             Settings(data_dir=path.parent, embedder="hashing"),
@@ -68,7 +72,21 @@ def make_world(tmp_path: Path) -> Iterator[Any]:
         opened.append(container)
         return build_world(container, lambda enterprise: dump(path, enterprise))
 
+    return make, opened
+
+
+@pytest.fixture
+def make_world(tmp_path: Path) -> Iterator[Any]:
+    make, opened = _world_maker(tmp_path)
     yield make
+    for container in opened:
+        container.close()
+
+
+@pytest.fixture(scope="module")
+def shared_world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SharedWorld]:
+    make, opened = _world_maker(tmp_path_factory.mktemp("shared"))
+    yield SharedWorld(make)
     for container in opened:
         container.close()
 
@@ -82,7 +100,14 @@ def test_the_sqlite_tables_hold_the_world(make_world: Any) -> None:
     assert len(local["vocabularies"]) == 1
 
 
-@pytest.mark.parametrize(("operation_id", "case"), MATRIX_CASES)
+@pytest.mark.parametrize(("operation_id", "case"), SHARED_CASES)
+def test_matrix_on_sqlite_in_a_shared_world(
+    shared_world: SharedWorld, operation_id: str, case: str
+) -> None:
+    check_shared_case(shared_world, operation_id, case)
+
+
+@pytest.mark.parametrize(("operation_id", "case"), OWN_CASES)
 def test_matrix_on_sqlite(make_world: Any, operation_id: str, case: str) -> None:
     run_case(make_world, operation_id, case)
 

@@ -24,8 +24,15 @@ Cases (the credential each sends):
   expired    an expired API key bound to root
 
 This module runs the matrix on the in-memory fakes; tests/e2e runs the same
-matrix on the real SQLite stores (`run_case`, `build_world` and `MATRIX` are
-shared).
+matrix on the real SQLite stores and on the emulators (`check_case`, `build_world`,
+`MATRIX`, `SHARED_CASES` and `OWN_CASES` are shared).
+
+Building a world costs far more than a request, so the cases split in two:
+`SHARED_CASES`, every case that writes nothing (a refusal, or any case of a route that
+only reads), run one after another in ONE world per module, each checked to have
+written nothing anywhere, so each finds the world exactly as freshly built; and
+`OWN_CASES`, the ones that may write (the good requests of the routes that write),
+each in a world of its own.
 """
 
 from __future__ import annotations
@@ -304,6 +311,25 @@ MATRIX_CASES = [
 ]
 
 
+# the routes whose answer only reads, whoever sends it: every case of theirs shares a world
+READ_ONLY = frozenset(
+    {op for op, row in MATRIX.items() if row.method == "GET"}
+    | {f"{level}.{verb}" for level in ("agents", "scopes")
+       for verb in ("memory.query", "memory.search", "memory.readExcerpt",
+                    "keyedMemories.recall", "keyedMemories.search")}
+)  # fmt: skip
+
+
+def writes(operation_id: str, case: str) -> bool:
+    """Whether the case may write (a good request to a route that writes): such a case
+    gets a world of its own; every other case is checked to write nothing at all."""
+    expected: int = getattr(MATRIX[operation_id], case)
+    return expected < 400 and operation_id not in READ_ONLY
+
+
+SHARED_CASES = [(op, case) for op, case in MATRIX_CASES if not writes(op, case)]
+OWN_CASES = [(op, case) for op, case in MATRIX_CASES if writes(op, case)]
+
 OK = (200, 200, 200, 200, 200)  # for the world's own requests
 
 # what an outsider's answer must never name
@@ -328,6 +354,11 @@ class World:
     snapshot: Snapshot
     tag: str = ""
     operation_id: str = ""  # of the world's asynchronous formation
+    # the snapshot the last check_case ended on, (watched, snapshot), while nothing has been
+    # sent since: the next check starts from it instead of reading every row again
+    checked: tuple[str | None, Any] | None = None
+    # False while a check runs and after one failed: a shared world is then built anew
+    sound: bool = True
 
     @property
     def target(self) -> str:
@@ -346,7 +377,14 @@ class World:
     def secrets(self) -> list[str]:
         return [secret.format(tag=self.tag) for secret in SECRETS]
 
+    def before(self, watched: str | None) -> Any:
+        """The rows a request starts from: the last check's, if nothing was sent since."""
+        if self.checked is not None and self.checked[0] == watched:
+            return self.checked[1]
+        return self.snapshot(watched)
+
     def send(self, row: Row, header: str | None) -> Any:
+        self.checked = None
         headers = {"Authorization": header} if header is not None else {}
         if isinstance(row.body, bytes):
             return self.app.test_client().open(
@@ -474,28 +512,62 @@ def run_case(make_world: Callable[[], World], operation_id: str, case: str) -> N
     check_case(make_world(), operation_id, case)
 
 
+class SharedWorld:
+    """The one world of a module's `SHARED_CASES`, built on first use and built anew
+    after a failed check (which may have left it changed)."""
+
+    def __init__(self, make_world: Callable[[], World]) -> None:
+        self._make = make_world
+        self._world: World | None = None
+
+    def __call__(self) -> World:
+        if self._world is None or not self._world.sound:
+            self._world = self._make()
+        return self._world
+
+
+def check_shared_case(
+    shared: SharedWorld, operation_id: str, case: str, malformed: tuple[str, ...] = MALFORMED
+) -> None:
+    """One of `SHARED_CASES` in the module's shared world: it must write nothing at all."""
+    assert not writes(operation_id, case), (operation_id, case)
+    check_case(shared(), operation_id, case, malformed, shared=True)
+
+
 def check_case(
-    world: World, operation_id: str, case: str, malformed: tuple[str, ...] = MALFORMED
+    world: World,
+    operation_id: str,
+    case: str,
+    malformed: tuple[str, ...] = MALFORMED,
+    shared: bool = False,
 ) -> None:
     """Send the case's request(s); check the status and that nothing was written where
-    nothing may be: anywhere for a refusal, in the target enterprise for an outsider."""
+    nothing may be: anywhere for a refusal, in the target enterprise for an outsider,
+    and anywhere for every case of a `shared` world (which later cases find as built)."""
     row = world.row(operation_id)
     expected: int = getattr(row, case)
-    watched = None if expected >= 400 else world.target if case in OUTSIDERS else ""
+    watched = (
+        None if expected >= 400 or shared else world.target if case in OUTSIDERS else ""
+    )  # fmt: skip
+    world.sound = False
     for header in credential(world, row, operation_id, case, malformed):
-        before = world.snapshot(watched) if watched != "" else None
+        before = world.before(watched) if watched != "" else None
         response = world.send(row, header)
         text = _text(response)
         assert response.status_code == expected, (operation_id, case, header, text)
         if response.status_code >= 400:
             _check_refusal(response, expected)
         if watched != "":
-            assert world.snapshot(watched) == before, f"{case}: {watched or 'a refusal'} wrote"
+            after = world.snapshot(watched)
+            where = watched or ("a refusal" if expected >= 400 else "a case of a shared world")
+            assert after == before, f"{case}: {where} wrote"
+            world.checked = (watched, after)
         if case in OUTSIDERS:
             body = "" if isinstance(row.body, bytes) else json.dumps(row.body)
             asked = row.path + body  # echoing the caller's own words is fine
             leaked = [s for s in world.secrets() if s in text and s not in asked]
             assert not leaked, f"{case}: the answer names {leaked}: {text}"
+    world.sound = True
 
 
 def _text(response: Any) -> str:
@@ -549,7 +621,25 @@ def test_every_management_route_refuses_api_keys() -> None:
             assert row.key == 403, operation_id
 
 
-@pytest.mark.parametrize(("operation_id", "case"), MATRIX_CASES)
+def test_the_cases_split_into_shared_and_own() -> None:
+    assert sorted(SHARED_CASES + OWN_CASES) == sorted(MATRIX_CASES)
+    assert all(case in ("root", "key", "other") for _, case in OWN_CASES)
+    assert {op for op, _ in OWN_CASES} == set(MATRIX) - READ_ONLY
+
+
+@pytest.fixture(scope="module")
+def shared_fake_world(tmp_path_factory: pytest.TempPathFactory) -> SharedWorld:
+    return SharedWorld(lambda: fake_world(tmp_path_factory.mktemp("shared")))
+
+
+@pytest.mark.parametrize(("operation_id", "case"), SHARED_CASES)
+def test_matrix_in_a_shared_world(
+    shared_fake_world: SharedWorld, operation_id: str, case: str
+) -> None:
+    check_shared_case(shared_fake_world, operation_id, case)
+
+
+@pytest.mark.parametrize(("operation_id", "case"), OWN_CASES)
 def test_matrix(tmp_path: Path, operation_id: str, case: str) -> None:
     run_case(lambda: fake_world(tmp_path), operation_id, case)
 
