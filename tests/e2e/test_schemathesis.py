@@ -81,6 +81,19 @@ UNEXPRESSIBLE = {
         "ends) of a step of this scope",
     ),
     **{
+        f"POST /v1/{collection}/{{{param}}}/keyedMemories/{{key}}:{verb}": "target another "
+        "entry than the one named by the path (a path parameter and a body field: OpenAPI "
+        "has no joint constraint)"
+        for collection, param in (("agents", "agentInstanceId"), ("scopes", "scopeId"))
+        for verb in ("link", "unlink")
+    },
+    **{
+        f"POST /v1/{collection}/{{{param}}}/memories:forgetGroup": "exactly one of "
+        "appliesTo, about or type, non-empty; expectedCount unless validateOnly (joint "
+        "constraints across the body's fields)"
+        for collection, param in (("agents", "agentInstanceId"), ("scopes", "scopeId"))
+    },
+    **{
         f"POST /v1/{collection}/{{{param}}}/keyedMemories:{verb}": "at least one word that "
         "is not a stop word (a list of English words the regex cannot name)"
         for collection, param in (("agents", "agentInstanceId"), ("scopes", "scopeId"))

@@ -81,6 +81,8 @@ def test_creating_an_existing_key_is_already_exists(api: Api) -> None:
         (f"{A}/k", {"content": "", "expectedVersion": 0}, "content"),
         (f"{A}/k", {"content": "x" * 4001, "expectedVersion": 0}, "content"),
         (f"{A}/k", {"content": "x", "expectedVersion": -1}, "expectedVersion"),
+        (f"{A}/k", {"content": "x", "expectedVersion": False}, "expectedVersion"),
+        (f"{A}/k", {"content": "x", "expectedVersion": "1.5"}, "expectedVersion"),
         (f"{A}/k", {"content": "x"}, "expectedVersion"),
         (f"{A}/k", {"content": "x", "expectedVersion": 0, "extra": 1}, "extra"),
     ],

@@ -124,6 +124,30 @@ Int64 = Annotated[
     PlainSerializer(str, return_type=str, when_used="json"),
     WithJsonSchema({"type": "string", "format": "int64", "example": "3"}),
 ]
+
+
+def _version_in(value: object) -> int:
+    """A version sent back: proto3 JSON int64, a JSON number without fraction or a
+    decimal string, never a boolean; at least 0."""
+    if isinstance(value, bool):
+        raise ValueError("must be an integer")
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, str) and re.fullmatch(r"\d{1,19}", value):
+        value = int(value)
+    if not isinstance(value, int) or value < 0:
+        raise ValueError("must be a whole number >= 0")
+    return value
+
+
+VersionIn = Annotated[
+    int,
+    BeforeValidator(_version_in),
+    WithJsonSchema(
+        {"type": ["integer", "string"], "format": "int64", "minimum": 0,
+         "pattern": "^[0-9]{1,19}$"}
+    ),
+]  # fmt: skip
 Operator = Literal["OPERATOR_EQUALS", "OPERATOR_NOT_EQUALS", "OPERATOR_IN"]
 DirectionName = Literal["DIRECTION_OUTBOUND", "DIRECTION_INBOUND", "DIRECTION_ANY"]
 ModeName = Literal["HYBRID", "SEMANTIC", "LEXICAL"]
@@ -1675,11 +1699,11 @@ class RememberRequest(WireRequest):
         json_schema_extra={"minLength": 1, "maxLength": keyed_rules.MAX_CONTENT_CHARS,
                            "pattern": r"\S"},
     )  # fmt: skip
-    expected_version: int = Field(
+    expected_version: VersionIn = Field(
         description="0 creates the key (ALREADY_EXISTS when it exists); N updates only "
         "while the stored version is N, else ABORTED with reason "
-        f"{keyed_rules.VERSION_MISMATCH} and currentVersion in the error details",
-        json_schema_extra={"minimum": 0, "format": "int64"},
+        f"{keyed_rules.VERSION_MISMATCH} and currentVersion in the error details. A JSON "
+        "number or, as int64 values travel in proto3 JSON, a decimal string",
     )
 
 
