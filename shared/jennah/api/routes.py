@@ -122,6 +122,14 @@ def _compile(template: str) -> re.Pattern[str]:
     return re.compile(f"^{regex}$")
 
 
+# The two collections every scoped route is published under: (collection, path parameter,
+# the noun its summary ends with, the scope kind the route admits; None: any).
+_COLLECTIONS: tuple[tuple[str, str, str, ScopeKind | None], ...] = (
+    ("agents", "agentInstanceId", "agent workspace", ScopeKind.AGENT),
+    ("scopes", "scopeId", "any scope", None),
+)
+
+
 def _memory_routes(
     method: str,
     verb: str,
@@ -151,10 +159,7 @@ def _memory_routes(
             body_media_type=body_media_type,
             reply_media_type=reply_media_type,
         )
-        for collection, param, noun, kind in (
-            ("agents", "agentInstanceId", "agent workspace", ScopeKind.AGENT),
-            ("scopes", "scopeId", "any scope", None),
-        )
+        for collection, param, noun, kind in _COLLECTIONS
     )
 
 
@@ -183,10 +188,7 @@ def _claim_routes(
             request_model=request_model,
             response_model=response_model,
         )
-        for collection, param, noun, kind in (
-            ("agents", "agentInstanceId", "agent workspace", ScopeKind.AGENT),
-            ("scopes", "scopeId", "any scope", None),
-        )
+        for collection, param, noun, kind in _COLLECTIONS
     )
 
 
@@ -320,10 +322,7 @@ MEMORY_CARD_ROUTES: tuple[Route, ...] = tuple(
         Permission.MEMORY_READ, scope=ScopeAccess(kind),
         params_model=dto.ListMemoriesParams, response_model=dto.ListMemoriesResponse,
     )
-    for collection, param, noun, kind in (
-        ("agents", "agentInstanceId", "agent workspace", ScopeKind.AGENT),
-        ("scopes", "scopeId", "any scope", None),
-    )
+    for collection, param, noun, kind in _COLLECTIONS
 )  # fmt: skip
 # Edit = supersede: a person's correction of one claim (the `commit` function serves it).
 # Never with an API key (agent.memory:edit): an agent does not rewrite memory.
@@ -343,10 +342,6 @@ EDIT_ROUTES = _claim_routes(
 # Forget = retract + suppress (issue 17; the `commit` function serves them, and the
 # `inspect` function the list): agent.memory:forget (never with an API key) to change,
 # agent.memory:read to list; reach over the scope either way.
-_COLLECTIONS = (
-    ("agents", "agentInstanceId", "agent workspace", ScopeKind.AGENT),
-    ("scopes", "scopeId", "any scope", None),
-)
 FORGET_ROUTES: tuple[Route, ...] = tuple(
     route
     for collection, param, noun, kind in _COLLECTIONS
@@ -405,10 +400,7 @@ BRIEF_ROUTES: tuple[Route, ...] = tuple(
         Permission.MEMORY_QUERY, scope=ScopeAccess(kind),
         params_model=dto.BriefParams, response_model=dto.BriefResponse, conditional=True,
     )
-    for collection, param, noun, kind in (
-        ("agents", "agentInstanceId", "agent workspace", ScopeKind.AGENT),
-        ("scopes", "scopeId", "any scope", None),
-    )
+    for collection, param, noun, kind in _COLLECTIONS
 )  # fmt: skip
 # OKF files (jennah.domain.okf) in a gzip-compressed tar: export reads like memory:query,
 # import writes like memory:commit (the `inspect` and `commit` functions serve them).
@@ -446,10 +438,7 @@ DREAM_ROUTES: tuple[Route, ...] = tuple(
         Permission.MEMORY_COMMIT, scope=ScopeAccess(kind),
         response_model=dto.DreamResponse,
     )
-    for collection, param, noun, kind in (
-        ("agents", "agentInstanceId", "agent workspace", ScopeKind.AGENT),
-        ("scopes", "scopeId", "any scope", None),
-    )
+    for collection, param, noun, kind in _COLLECTIONS
 )  # fmt: skip
 SCOPE_ROUTES: tuple[Route, ...] = (
     Route(
@@ -618,10 +607,7 @@ def _keyed_routes(
             params_model=params_model,
             response_model=response_model,
         )
-        for collection, param, noun, kind in (
-            ("agents", "agentInstanceId", "agent workspace", ScopeKind.AGENT),
-            ("scopes", "scopeId", "any scope", None),
-        )
+        for collection, param, noun, kind in _COLLECTIONS
     )
 
 
