@@ -12,7 +12,8 @@ untimed rounds):
 - GET .../memories: the card's first page at the default size (50);
 - GET .../memories?pageSize=20&pageToken=…: the 100th page (a deep page: keyset paging);
 - GET .../memories?pageSize=20&filter=status = "active" AND type = "directive";
-- GET .../memories?pageSize=20&filter=appliesTo = "node-7" (a node 1 in 200 claims name).
+- GET .../memories?pageSize=20&filter=appliesTo = "node-8" (a node 1 in 100 claims name);
+- GET .../memories?pageSize=20&filter=appliesTo = "node-7" (a node no claim names).
 Client wall time per request; the ratio is to GET /v1/caller's p50 of the same run.
 Target (issue 17): the card's page p50 <= 5 ms.
 """
@@ -170,7 +171,8 @@ def _time_requests(port: int, token: str, count: int) -> list[list[object]]:
         "GET .../memories, status and type filter": _card(
             pageSize="20", filter='status = "active" AND type = "directive"'
         ),
-        "GET .../memories, appliesTo filter": _card(pageSize="20", filter='appliesTo = "node-7"'),
+        "GET .../memories, appliesTo filter": _card(pageSize="20", filter='appliesTo = "node-8"'),
+        "GET .../memories, appliesTo no claim": _card(pageSize="20", filter='appliesTo = "node-7"'),
     }
     samples: dict[str, list[float]] = {name: [] for name in kinds}
     for round_ in range(count + WARM_UP):

@@ -206,7 +206,7 @@ def test_a_version_5_sqlite_file_gets_the_card_index(tmp_path: Path, scope: Scop
     assert page_ids(store, scope) == [rules.chunk_id("Ana likes tea", None)]
     store.close()
     conn = open_connection(path)
-    assert conn.execute("PRAGMA user_version").fetchone()[0] == schema.SCHEMA_VERSION == 6
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == schema.SCHEMA_VERSION == 7
     indexes = {row[1] for row in conn.execute("PRAGMA index_list(memory_records)")}
     assert "memory_records_by_created_at" in indexes
     plan = conn.execute(
@@ -216,4 +216,52 @@ def test_a_version_5_sqlite_file_gets_the_card_index(tmp_path: Path, scope: Scop
     ).fetchall()
     steps = " ".join(str(row[-1]) for row in plan)
     assert "memory_records_by_created_at" in steps and "TEMP B-TREE" not in steps
+    conn.close()
+
+
+def test_the_card_by_node_pages_newest_first_and_stays_in_its_scope(
+    store: MemoryStore, scope: ScopeRef
+) -> None:
+    """appliesTo pages keep the card's order and paging (SQLite reads them through its
+    node index) and never reach another scope's claims of the same node."""
+    about_bo = [claim(scope, f"Bo fact {i}", applies_to=["bo", f"n{i}"]) for i in range(7)]
+    for written in about_bo:
+        write(store, scope, written)
+    write(store, scope, claim(scope, "Ana fact", applies_to=["ana"]))
+    other = new_scope(scope.enterprise_id)
+    write(store, other, claim(other, "Bo fact elsewhere", applies_to=["bo"]))
+    by_bo = parse_filter('appliesTo = "bo"')
+    paged: list[str] = []
+    after = None
+    while page := store.list_claims_page(scope, by_bo, after, 3):
+        paged.extend(r.id for r in page)
+        assert page[-1].created_at is not None
+        after = (page[-1].created_at, page[-1].id)
+    assert paged == card_order(store, scope, [c.id for c in about_bo])
+    assert page_ids(store, other, by_bo) == [rules.chunk_id("Bo fact elsewhere", None)]
+
+
+def test_the_sqlite_node_index_follows_every_write(tmp_path: Path, scope: ScopeRef) -> None:
+    """SQLite only: `claim_applies_to` is built for a version-6 file and follows a claim
+    rewritten with other nodes and a destroyed scope."""
+    path = tmp_path / "memory.db"
+    store = SqliteStore(path)
+    first = claim(scope, "Ana likes tea", applies_to=["ana", "tea"])
+    write(store, scope, first)
+    store.close()
+    conn = open_connection(path)  # back to version 6: no node index
+    conn.execute("DROP TABLE claim_applies_to")
+    conn.execute("PRAGMA user_version = 6")
+    conn.close()
+
+    store = SqliteStore(path)
+    assert page_ids(store, scope, parse_filter('appliesTo = "tea"')) == [first.id]
+    write(store, scope, first.model_copy(update={"applies_to": ["ana", "coffee"]}))
+    assert page_ids(store, scope, parse_filter('appliesTo = "tea"')) == []
+    assert page_ids(store, scope, parse_filter('appliesTo = "coffee"')) == [first.id]
+    store.destroy_scope(scope)
+    store.close()
+    conn = open_connection(path)
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == schema.SCHEMA_VERSION == 7
+    assert conn.execute("SELECT count(*) FROM claim_applies_to").fetchone()[0] == 0
     conn.close()

@@ -45,7 +45,7 @@ from tests.contract.conftest import (
     row_counts,
     search_ids,
 )
-from tests.contract.test_claims_contract import claims_plan
+from tests.contract.test_claims_contract import claims_plan, full_claim
 from tests.contract.test_ledger_contract import STEP, formation_plan
 
 
@@ -251,6 +251,7 @@ def fill(store: MemoryStore, scope: ScopeRef, kind: str = "agent") -> None:
     )
     store.apply(formation_plan(scope))
     store.apply(claims_plan(scope))
+    store.apply(CommitPlan(scope=scope, chunks=[full_claim(scope)]))  # a claim of two nodes
     rule = Suppression(id="sup_0123456789abcdef", memory_id="c-1", text="Ana likes coffee")
     store.apply(CommitPlan(scope=scope, suppressions=[rule]))
     keyed.remember(store, scope, "project", "Harbor Studio website", 0)  # keyed memory

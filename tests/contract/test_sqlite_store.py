@@ -452,6 +452,10 @@ def test_a_version_4_file_gets_the_claim_columns_and_tables(tmp_path: Path) -> N
     commit_items(store, scope, chunks=[ChunkInput(text="the tea ceremony history")])
     store.close()
     conn = open_connection(path)  # back to version 4: no claim columns, tables or status
+    conn.execute("DROP TRIGGER memory_records_after_insert_applies_to")
+    conn.execute("DROP TRIGGER memory_records_after_applies_to_update")
+    conn.execute("DROP TRIGGER memory_records_after_delete")
+    conn.execute("DROP TABLE claim_applies_to")
     for table, column in [
         ("memory_records", "applies_to"), ("memory_records", "related"),
         ("memory_records", "needs_enrichment"), ("memory_records", "extensions"),
@@ -565,5 +569,5 @@ def test_a_version_5_file_gets_the_suppressions_table(tmp_path: Path) -> None:
     assert len(store.list_claims(scope, None, None, 10)) == 1
     store.close()
     conn = open_connection(path)
-    assert conn.execute("PRAGMA user_version").fetchone()[0] == schema.SCHEMA_VERSION == 6
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == schema.SCHEMA_VERSION == 7
     conn.close()

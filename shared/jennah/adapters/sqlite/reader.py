@@ -391,28 +391,45 @@ def list_claims_page(
 ) -> list[MemoryRecord]:
     """The memory card's claims, newest first (created_at DESC, id), after the card key
     `after`: `memory_records_by_created_at` read in its order, the filter checked on
-    each row it reaches."""
-    sql = (
-        f"SELECT {codec.RECORD_COLUMNS_WITHOUT_EMBEDDING} FROM memory_records "
-        f"INDEXED BY memory_records_by_created_at WHERE {_IN_SCOPE}"
-    )
+    each row it reaches; filtered by a node, that node's rows of `claim_applies_to` (in
+    the same order) instead, each joined to its claim."""
     params: list[Any] = [*_scope(scope)]
+    if claim_filter.applies_to is None:
+        sql = (
+            f"SELECT {codec.RECORD_COLUMNS_WITHOUT_EMBEDDING} FROM memory_records AS m "
+            "INDEXED BY memory_records_by_created_at "
+            "WHERE m.enterprise_id = ? AND m.scope_id = ?"
+        )
+        order = "m"
+    else:
+        sql = (
+            f"SELECT {_CARD_JOIN_COLUMNS} FROM claim_applies_to AS a "
+            "JOIN memory_records AS m "
+            "ON m.enterprise_id = a.enterprise_id AND m.scope_id = a.scope_id AND m.id = a.id "
+            "WHERE a.enterprise_id = ? AND a.scope_id = ? AND a.node_id = ?"
+        )
+        params.append(claim_filter.applies_to)
+        order = "a"
     if after is not None:
         created_us = codec.to_micros(after[0])
-        sql += " AND (created_at < ? OR (created_at = ? AND id > ?))"
+        sql += f" AND ({order}.created_at < ? OR ({order}.created_at = ? AND {order}.id > ?))"
         params.extend((created_us, created_us, after[1]))
     wanted = sorted(status.value for status in claim_filter.statuses)
-    sql += f" AND status IN ({_marks(len(wanted))})"
+    sql += f" AND m.status IN ({_marks(len(wanted))})"
     params.extend(wanted)
     for column, value in (("type", claim_filter.type), ("sensitivity", claim_filter.sensitivity)):
         if value is not None:
-            sql += f" AND {column} = ?"
+            sql += f" AND m.{column} = ?"
             params.append(value.value)
-    if claim_filter.applies_to is not None:
-        sql += " AND EXISTS (SELECT 1 FROM json_each(applies_to) WHERE value = ?)"
-        params.append(claim_filter.applies_to)
-    rows = conn.execute(f"{sql} ORDER BY created_at DESC, id LIMIT ?", (*params, limit))
-    return [codec.record_from_row(row) for row in rows]
+    sql += f" ORDER BY {order}.created_at DESC, {order}.id LIMIT ?"
+    return [codec.record_from_row(row) for row in conn.execute(sql, (*params, limit))]
+
+
+# The record's columns (RECORD_COLUMNS_WITHOUT_EMBEDDING) of `m` in a join.
+_CARD_JOIN_COLUMNS = ", ".join(
+    name if name == "NULL" else f"m.{name}"
+    for name in (part.strip() for part in codec.RECORD_COLUMNS_WITHOUT_EMBEDDING.split(","))
+)
 
 
 def list_claim_states(

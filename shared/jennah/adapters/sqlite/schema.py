@@ -28,6 +28,9 @@ so the two stores read alike. Differences that SQLite forces:
   through it (`INDEXED BY`), about twice as fast at 100k records.
 - `memory_records_by_created_at` (since version 6) orders a scope's claims newest
   first: the memory card reads its pages through it.
+- `claim_applies_to` (since version 7) holds, per node a claim applies to, the claim's
+  (created_at, id), kept in step with `memory_records.applies_to` by triggers: the card
+  filtered by `appliesTo` reads its pages through it instead of every claim of the scope.
 - `commit_clock` keeps commit timestamps strictly increasing across processes.
 - `scopes` is the scope registry (a scope's kind, creation time, creator and, since
   version 5, the IANA time zone its calendar is judged in).
@@ -50,7 +53,8 @@ workspaces (the kind they were written under is not recorded); versions 1 and
 version-5 columns (ALTER TABLE ... ADD COLUMN with their defaults: no links, no
 extensions, time zone UTC), `memory_records_for_search` rebuilt with `status`, and the
 two new tables; versions 1 to 5 get `memory_records_by_created_at`, built from the
-stored rows, and the (empty) `suppressions` table.
+stored rows, and the (empty) `suppressions` table; versions 1 to 6 get `claim_applies_to`,
+built from the stored rows.
 """
 
 from __future__ import annotations
@@ -63,7 +67,7 @@ from jennah.errors import FailedPrecondition
 if TYPE_CHECKING:
     from sqlite3 import Connection
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 EMBEDDING_BYTES = 384 * 4
 
 _TABLES = f"""
@@ -111,6 +115,14 @@ CREATE UNIQUE INDEX IF NOT EXISTS memory_records_by_key
   ON memory_records (enterprise_id, scope_id, key) WHERE key IS NOT NULL;
 CREATE INDEX IF NOT EXISTS memory_records_by_created_at
   ON memory_records (enterprise_id, scope_id, created_at DESC, id);
+CREATE TABLE IF NOT EXISTS claim_applies_to (
+  enterprise_id TEXT NOT NULL,
+  scope_id TEXT NOT NULL,
+  node_id TEXT NOT NULL,
+  created_at INTEGER NOT NULL,
+  id TEXT NOT NULL,
+  PRIMARY KEY (enterprise_id, scope_id, node_id, created_at DESC, id)
+) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS memory_records_for_search
   ON memory_records (
     row_id, enterprise_id, scope_id, id, retired_at, valid_at, invalid_at, status
@@ -298,6 +310,28 @@ BEGIN
   INSERT INTO memory_records_trigrams (rowid, text) VALUES (NEW.row_id, NEW.text);
 END;
 
+CREATE TRIGGER IF NOT EXISTS memory_records_after_insert_applies_to
+AFTER INSERT ON memory_records WHEN NEW.applies_to <> '[]'
+BEGIN
+  INSERT OR IGNORE INTO claim_applies_to (enterprise_id, scope_id, node_id, created_at, id)
+    SELECT NEW.enterprise_id, NEW.scope_id, value, NEW.created_at, NEW.id
+    FROM json_each(NEW.applies_to);
+END;
+
+CREATE TRIGGER IF NOT EXISTS memory_records_after_applies_to_update
+AFTER UPDATE OF applies_to, created_at, id ON memory_records
+WHEN OLD.applies_to IS NOT NEW.applies_to OR OLD.created_at IS NOT NEW.created_at
+  OR OLD.id IS NOT NEW.id
+BEGIN
+  DELETE FROM claim_applies_to
+    WHERE enterprise_id = OLD.enterprise_id AND scope_id = OLD.scope_id
+      AND node_id IN (SELECT value FROM json_each(OLD.applies_to))
+      AND created_at = OLD.created_at AND id = OLD.id;
+  INSERT OR IGNORE INTO claim_applies_to (enterprise_id, scope_id, node_id, created_at, id)
+    SELECT NEW.enterprise_id, NEW.scope_id, value, NEW.created_at, NEW.id
+    FROM json_each(NEW.applies_to);
+END;
+
 CREATE TRIGGER IF NOT EXISTS memory_records_after_update AFTER UPDATE ON memory_records
 BEGIN
   UPDATE scope_generations SET generation = generation + 1
@@ -306,6 +340,10 @@ END;
 
 CREATE TRIGGER IF NOT EXISTS memory_records_after_delete AFTER DELETE ON memory_records
 BEGIN
+  DELETE FROM claim_applies_to
+    WHERE enterprise_id = OLD.enterprise_id AND scope_id = OLD.scope_id
+      AND node_id IN (SELECT value FROM json_each(OLD.applies_to))
+      AND created_at = OLD.created_at AND id = OLD.id;
   INSERT INTO memory_records_text (memory_records_text, rowid, text)
     VALUES ('delete', OLD.row_id, OLD.text);
   INSERT INTO memory_records_trigrams (memory_records_trigrams, rowid, text)
@@ -328,6 +366,7 @@ SCOPED_TABLES = (
     "change_log",
     "suppressions",
     "memory_links",
+    "claim_applies_to",
     "memory_records",
     "graph_nodes",
     "graph_edges",
@@ -407,7 +446,18 @@ def _create(conn: Connection, version: int) -> None:
         conn.execute(
             "INSERT INTO memory_records_trigrams (memory_records_trigrams) VALUES ('rebuild')"
         )
+    if 0 < version < 7:  # the card's node index is new in version 7: index the stored rows
+        conn.execute(_INDEX_STORED_APPLIES_TO)
     conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+
+
+_INDEX_STORED_APPLIES_TO = """
+INSERT OR IGNORE INTO claim_applies_to (enterprise_id, scope_id, node_id, created_at, id)
+SELECT memory_records.enterprise_id, memory_records.scope_id, node.value,
+       memory_records.created_at, memory_records.id
+FROM memory_records, json_each(memory_records.applies_to) AS node
+WHERE memory_records.applies_to <> '[]'
+"""
 
 
 def _add_version_5_columns(conn: Connection) -> None:
