@@ -1,0 +1,181 @@
+"""The console's static serving (jennah.console.site): files with their types, ETags and
+the security headers; a missing file or a path trying to leave static/ is the API's 404;
+/console redirects to /console/; config.json names the API; the function serves the same."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+from werkzeug.test import Client, TestResponse
+
+from jennah.console.site import STATIC, ConsoleSite, content_security_policy, with_console
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def other_app(environ: dict[str, Any], start_response: Any) -> list[bytes]:
+    start_response("200 OK", [("Content-Type", "text/plain")])
+    return [b"the api"]
+
+
+@pytest.fixture
+def client() -> Client:
+    return Client(with_console(other_app, ConsoleSite()))
+
+
+def assert_security_headers(answer: TestResponse) -> None:
+    csp = answer.headers["Content-Security-Policy"]
+    for directive in ("script-src 'self'", "connect-src 'self'", "frame-ancestors 'none'",
+                      "base-uri 'none'", "object-src 'none'", "style-src 'self'"):  # fmt: skip
+        assert directive in csp
+    assert "unsafe-inline" not in csp and "unsafe-eval" not in csp
+    assert answer.headers["X-Content-Type-Options"] == "nosniff"
+    assert answer.headers["Referrer-Policy"] == "no-referrer"
+
+
+@pytest.mark.parametrize(
+    ("path", "content_type"),
+    [
+        ("/console/", "text/html; charset=utf-8"),
+        ("/console/index.html", "text/html; charset=utf-8"),
+        ("/console/console.css", "text/css; charset=utf-8"),
+        ("/console/js/main.js", "text/javascript; charset=utf-8"),
+        ("/console/config.json", "application/json"),
+    ],
+)
+def test_files_are_served_with_their_type_and_the_security_headers(
+    client: Client, path: str, content_type: str
+) -> None:
+    answer = client.get(path)
+    assert answer.status_code == 200
+    assert answer.headers["Content-Type"] == content_type
+    assert answer.headers["Cache-Control"] == "no-cache"
+    assert re.fullmatch(r'"[0-9a-f]{32}"', answer.headers["ETag"])
+    assert_security_headers(answer)
+
+
+def test_an_etag_that_matches_answers_304(client: Client) -> None:
+    tag = client.get("/console/js/api.js").headers["ETag"]
+    again = client.get("/console/js/api.js", headers={"If-None-Match": tag})
+    assert again.status_code == 304 and again.data == b""
+    assert_security_headers(again)
+    stale = client.get("/console/js/api.js", headers={"If-None-Match": '"other"'})
+    assert stale.status_code == 200 and stale.data
+
+
+def test_head_answers_the_headers_only(client: Client) -> None:
+    answer = client.head("/console/console.css")
+    assert answer.status_code == 200 and answer.data == b""
+    assert int(answer.headers["Content-Length"]) == len((STATIC / "console.css").read_bytes())
+
+
+def test_console_redirects_to_its_folder(client: Client) -> None:
+    answer = client.get("/console")
+    assert answer.status_code == 301 and answer.headers["Location"] == "/console/"
+    assert_security_headers(answer)
+
+
+def assert_not_found(answer: TestResponse) -> None:
+    assert answer.status_code == 404
+    assert answer.headers["Content-Type"] == "application/json"
+    error = answer.get_json()["error"]
+    assert (error["code"], error["status"]) == (404, "NOT_FOUND")
+    (info,) = error["details"]
+    assert (info["reason"], info["domain"]) == ("ROUTE_NOT_FOUND", "jennah")
+    assert_security_headers(answer)
+
+
+def test_a_missing_file_is_the_apis_404(client: Client) -> None:
+    assert_not_found(client.get("/console/nothing.js"))
+    assert_not_found(client.get("/console/js/"))
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/console/../pyproject.toml",
+        "/console/js/../../site.py",
+        "/console/..%2f..%2fsite.py",
+        "/console/%2e%2e/site.py",
+        "/console//etc/passwd",
+        "/console/js/..\\..\\site.py",
+        "/console/\x00",
+    ],
+)
+def test_no_path_leaves_the_static_folder(path: str) -> None:
+    site = ConsoleSite()
+    # PATH_INFO as a server hands it over, already percent-decoded, never normalised
+    environ = {"PATH_INFO": path.replace("%2f", "/").replace("%2e", "."), "REQUEST_METHOD": "GET"}
+    status: list[str] = []
+    body = b"".join(site(environ, lambda s, h: status.append(s)))
+    assert status == ["404 NOT_FOUND"]
+    assert json.loads(body)["error"]["status"] == "NOT_FOUND"
+
+
+def test_only_get_and_head(client: Client) -> None:
+    answer = client.post("/console/index.html", data="x")
+    assert answer.status_code == 404  # as the API answers an unbound method
+    assert answer.headers["Allow"] == "GET, HEAD"
+    assert answer.get_json()["error"]["details"][0]["reason"] == "METHOD_NOT_ALLOWED"
+    assert_security_headers(answer)
+
+
+def test_other_paths_go_to_the_api(client: Client) -> None:
+    for path in ("/v1/caller", "/consoles", "/"):
+        answer = client.get(path)
+        assert answer.data == b"the api"
+        assert "Content-Security-Policy" not in answer.headers
+
+
+def test_config_names_the_api_base() -> None:
+    same = Client(ConsoleSite()).get("/console/config.json").get_json()
+    assert same == {"apiBase": ""}
+    base = "https://us-central1-p.cloudfunctions.net/jennah-{function}"
+    site = ConsoleSite(mount="", api_base=base)
+    assert Client(site).get("/config.json").get_json() == {"apiBase": base}
+    csp = Client(site).get("/").headers["Content-Security-Policy"]
+    assert "connect-src 'self' https://us-central1-p.cloudfunctions.net;" in csp
+
+
+def test_the_policy_allows_no_inline_script_and_no_form_submission() -> None:
+    policy = content_security_policy("")
+    assert "default-src 'none'" in policy and "form-action 'none'" in policy
+
+
+def test_the_pages_hold_no_inline_script_or_style_and_no_innerhtml() -> None:
+    html = (STATIC / "index.html").read_text()
+    assert re.findall(r"<script\b[^>]*>", html) == ['<script type="module" src="js/main.js">']
+    assert "<style" not in html and not re.search(r"\s(style|on\w+)=", html)
+    sinks = re.compile(r"\.(inner|outer)HTML\b|insertAdjacentHTML|document\.write|\beval\(|"
+                       r"new Function|setAttribute\(\s*[\"'](style|on)")  # fmt: skip
+    for script in (STATIC / "js").glob("*.js"):
+        assert not sinks.search(script.read_text()), script.name
+
+
+def test_the_wheel_carries_the_static_files() -> None:
+    patterns = re.search(r"jennah = \[(.*?)\]", (ROOT / "pyproject.toml").read_text(), re.S)
+    assert patterns is not None
+    shipped = [p for p in re.findall(r'"(console/[^"]+)"', patterns.group(1))]
+    package = STATIC.parent.parent
+    covered = {p for pattern in shipped for p in package.glob(pattern)}
+    assert covered == {p for p in STATIC.rglob("*") if p.is_file()}
+
+
+def test_the_console_function_serves_the_same_files(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("JENNAH_ENDPOINT", "https://r-p.cloudfunctions.net/jennah-{function}")
+    main_py = ROOT / "functions" / "console" / "main.py"
+    spec = importlib.util.spec_from_file_location("console_main", main_py)
+    assert spec is not None and spec.loader is not None
+    main = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(main)
+    client = Client(main.site())
+    index = client.get("/")
+    assert index.status_code == 200 and index.data == (STATIC / "index.html").read_bytes()
+    assert_security_headers(index)
+    assert client.get("/config.json").get_json()["apiBase"].endswith("jennah-{function}")
+    assert_not_found(client.get("/../main.py"))
