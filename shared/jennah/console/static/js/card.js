@@ -54,7 +54,7 @@ export async function cardPage(view, scopeId) {
       what: "the memory card", empty: "No memory matches.",
       render: (item) => cardItem(scopeId, item),
       load: async (pageToken) => {
-        const page = await call("GET", `${scopePath(scopeId)}/memories`, { query: { pageToken, filter } });
+        const page = await call("GET", `${scopePath(scopeId)}/memories`, { query: { pageToken, filter, pageSize: 20 } });
         return { items: page.memories || [], next: page.nextPageToken };
       },
     });

@@ -15,7 +15,7 @@ export function barChart(title, periods, groups) {
   const plotWidth = WIDTH - LEFT - 8;
   const plotHeight = HEIGHT - BOTTOM - TOP;
   const step = plotWidth / Math.max(1, periods.length);
-  const barWidth = Math.max(2, step * 0.7);
+  const barWidth = Math.min(40, Math.max(2, step * 0.7));
   const chart = svg("svg", { viewBox: `0 0 ${WIDTH} ${HEIGHT}`, role: "img", "aria-label": title },
     svg("title", {}, title),
     svg("line", { class: "axis", x1: LEFT, y1: TOP, x2: LEFT, y2: TOP + plotHeight }),

@@ -17,7 +17,7 @@ export async function claimPage(view, scopeId, memoryId, message = null) {
   const claim = answer.claim;
   view.append(
     h("h1", { text: claim.summary || claim.about || claim.id }),
-    message ? notice(message) : null,
+    ...(message ? [notice(message)] : []),
     h("p", { class: "meta" }, badge(claim.status, claim.status), badge(claim.type),
       claim.sensitivity !== "normal" ? badge(claim.sensitivity) : null, answer.ref),
     h("h2", { text: "What is remembered" }),

@@ -28,27 +28,35 @@ let rendering = 0;
 async function route() {
   const hash = window.location.hash || "#/";
   const turn = ++rendering;
-  clear(view);
+  // Each page renders into its own box: a slow page left behind fills a detached box.
+  const box = h("div", {});
+  clear(view).append(box);
+  delete view.dataset.ready;
   if (!credential() || hash === "#/signin") {
     nav.hidden = true;
     if (credential()) { window.location.hash = "#/"; return; }
-    await signInPage(view, () => { showCaller(); window.location.hash = "#/"; });
+    // Signed in: the page asked for, else the workspaces.
+    await signInPage(box, () => {
+      showCaller();
+      if (hash === "#/signin") window.location.hash = "#/";
+      else route();
+    });
     return;
   }
   nav.hidden = false;
   const found = ROUTES.map(([pattern, page]) => [pattern.exec(hash), page]).find(([m]) => m);
   if (!found) {
-    view.append(h("h1", { text: "Not found" }), h("p", {}, h("a", { href: "#/", text: "Back to the workspaces" })));
+    box.append(h("h1", { text: "Not found" }), h("p", {}, h("a", { href: "#/", text: "Back to the workspaces" })));
     return;
   }
   const [match, page] = found;
   const ids = match.slice(1).map(decodeURIComponent);
   try {
-    await page(view, ...ids);
+    await page(box, ...ids);
   } catch (err) {
-    if (turn === rendering) view.append(problem(err, "this page"));
+    box.append(problem(err, "this page"));
   }
-  view.dataset.ready = String(turn);
+  if (turn === rendering) view.dataset.ready = "true";
 }
 
 async function showCaller() {

@@ -1,6 +1,6 @@
 // A scope's brief (full and shared), suppression rules and vocabulary.
 import { call, scopePath } from "./api.js";
-import { clear, h, when } from "./dom.js";
+import { append, clear, h, when } from "./dom.js";
 import { confirmAction, notice, pagedList, problem, scopeNav } from "./ui.js";
 
 // The brief exactly as the agent receives it; "shared" is the household variant.
@@ -83,11 +83,11 @@ export async function vocabularyPage(view, scopeId) {
   view.append(h("h1", { text: `Vocabulary of ${scopeId}` }), scopeNav(scopeId, "Vocabulary"));
   try {
     const answer = await call("GET", "/v1/memory/vocabulary", { query: { scopeId } });
-    view.append(h("h2", { text: "Declared for this scope" }),
+    append(view, [h("h2", { text: "Declared for this scope" }),
       answer.declaration ? vocabularyTables(answer.declaration)
         : h("p", { class: "meta", text: "Nothing declared here: the scope inherits the enterprise's vocabulary." }),
       h("h2", { text: "Resolved (what formation uses here)" }),
-      answer.resolved ? vocabularyTables(answer.resolved) : h("p", { class: "meta", text: "Nothing resolved." }));
+      answer.resolved ? vocabularyTables(answer.resolved) : h("p", { class: "meta", text: "Nothing resolved." })]);
   } catch (err) {
     view.append(problem(err, "the vocabulary"));
   }
