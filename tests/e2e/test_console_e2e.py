@@ -156,6 +156,7 @@ class Tab:
         self.page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)
         if os.environ.get("JENNAH_UPDATE_DOCS_SCREENSHOTS") == "1" and name in DOCS_SHOTS:
             DOCS_SHOTS[name].parent.mkdir(exist_ok=True)
+            self.page.evaluate("window.scrollTo(0, 0)")  # the top of the page, laptop-wide
             self.page.screenshot(path=str(DOCS_SHOTS[name]))
 
 
@@ -216,6 +217,8 @@ def test_the_card_is_paged_newest_first_filtered_and_searchable(tab: Tab) -> Non
     expect(items).to_have_count(25)
     expect(page.get_by_role("button", name="Next")).to_be_hidden()
     page = tab.open("#/scopes/family")
+    expect(page.locator("#card li").first).to_be_visible()
+    tab.shot("card")
     page.get_by_label("Sensitivity").select_option("health")
     page.get_by_role("button", name="Apply filters").click()
     expect(page.locator("#card li")).to_have_count(1)
@@ -223,7 +226,7 @@ def test_the_card_is_paged_newest_first_filtered_and_searchable(tab: Tab) -> Non
     page.get_by_label("Search memory").fill("bus school")
     page.get_by_role("button", name="Search", exact=True).click()
     expect(page.locator("#search-results li").first).to_contain_text("Bus to school")
-    tab.shot("card")
+    tab.shot("card-filtered")
 
 
 def test_a_claim_shows_its_evidence_excerpt_lineage_and_history(tab: Tab) -> None:
@@ -383,3 +386,43 @@ def test_a_cross_origin_form_post_changes_nothing(tab: Tab) -> None:
     assert answer["error"]["status"] == "UNAUTHENTICATED"
     assert tab.console.claim(memory_id)["status"] == "active"
     assert re.search(r"\bjk_|\bju_", other.url) is None
+
+
+def test_phone_width_is_one_column_with_labels_on_every_control(
+    browser: Browser, console: Console
+) -> None:
+    context = browser.new_context(viewport={"width": 375, "height": 740})
+    tab = Tab(context.new_page(), console)
+    try:
+        tab.sign_in(console.root)
+        routes = {
+            "card-phone": "#/scopes/family",
+            "claim-phone": f"#/scopes/family/memories/{console.ids['allergy']}",
+            "usage-phone": "#/usage",
+        }
+        for name, route in routes.items():
+            page = tab.open(route)
+            assert page.evaluate("document.documentElement.scrollWidth") <= 375, name
+            unlabelled = page.evaluate(
+                "[...document.querySelectorAll('input, select, textarea')]"
+                ".filter((c) => !c.labels || !c.labels.length).map((c) => c.name)"
+            )
+            assert unlabelled == [], (name, unlabelled)
+            tab.shot(name)
+    finally:
+        context.close()
+
+
+def test_the_dialog_takes_the_focus_and_gives_it_back(tab: Tab) -> None:
+    memory_id = tab.console.ids["allergy"]
+    tab.sign_in(tab.console.root)
+    page = tab.open(f"#/scopes/family/memories/{memory_id}")
+    forget = page.get_by_role("button", name="Forget this memory…")
+    forget.focus()
+    page.keyboard.press("Enter")
+    expect(page.locator("dialog#confirm")).to_be_visible()
+    assert page.evaluate("document.activeElement.id") == "confirm-cancel"
+    page.keyboard.press("Escape")
+    expect(page.locator("dialog#confirm")).to_be_hidden()
+    expect(forget).to_be_focused()
+    assert tab.console.claim(memory_id)["status"] == "active"

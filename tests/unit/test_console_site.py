@@ -179,3 +179,29 @@ def test_the_console_function_serves_the_same_files(monkeypatch: pytest.MonkeyPa
     assert_security_headers(index)
     assert client.get("/config.json").get_json()["apiBase"].endswith("jennah-{function}")
     assert_not_found(client.get("/../main.py"))
+
+
+def luminance(hex_colour: str) -> float:
+    channels = [int(hex_colour[i : i + 2], 16) / 255 for i in (1, 3, 5)]
+    linear = [c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4 for c in channels]
+    return 0.2126 * linear[0] + 0.7152 * linear[1] + 0.0722 * linear[2]
+
+
+def contrast(one: str, other: str) -> float:
+    light, dark = sorted((luminance(one), luminance(other)), reverse=True)
+    return (light + 0.05) / (dark + 0.05)
+
+
+def test_text_colours_keep_a_contrast_of_at_least_4_5() -> None:
+    css = (STATIC / "console.css").read_text()
+    colours = dict(re.findall(r"--([\w-]+): (#[0-9a-f]{6});", css))
+    white = "#ffffff"
+    pairs = [
+        ("ink", "paper"), ("ink", "panel"), ("muted", "paper"), ("muted", "panel"),
+        ("link", "paper"), ("link", "panel"), ("danger", "paper"), ("accent", "paper"),
+    ]  # fmt: skip
+    for text, background in pairs:
+        assert contrast(colours[text], colours[background]) >= 4.5, (text, background)
+    for button in ("accent", "danger"):  # white text on the filled buttons
+        assert contrast(white, colours[button]) >= 4.5, button
+    assert contrast(colours["focus"], colours["paper"]) >= 3  # the focus ring (non-text)

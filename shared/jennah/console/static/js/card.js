@@ -36,7 +36,7 @@ function filterOf(form) {
 export async function cardPage(view, scopeId) {
   view.append(h("h1", { text: `Memory of ${scopeId}` }), scopeNav(scopeId, "Memory card"));
   let show = () => undefined;
-  view.append(searchSection(scopeId), groupForgetSection(scopeId, () => show()));
+  view.append(searchSection(scopeId));
 
   const filters = h("form", { class: "row", "aria-label": "Filter the card" },
     field("Type", select("type", TYPES)), field("Status", select("status", STATUSES)),
@@ -46,7 +46,7 @@ export async function cardPage(view, scopeId) {
   const cardBox = h("div", { id: "card" });
   const section = h("section", { "aria-labelledby": "card-title" },
     h("h2", { id: "card-title", text: "Memory card (newest first)" }), filters, cardBox);
-  view.append(section);
+  view.append(section, groupForgetSection(scopeId, () => show()));
   show = () => {
     clear(cardBox);
     const filter = filterOf(filters);

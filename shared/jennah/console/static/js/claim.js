@@ -21,7 +21,9 @@ export async function claimPage(view, scopeId, memoryId, message = null) {
     h("p", { class: "meta" }, badge(claim.status, claim.status), badge(claim.type),
       claim.sensitivity !== "normal" ? badge(claim.sensitivity) : null, answer.ref),
     h("h2", { text: "What is remembered" }),
-    h("p", { class: "body", id: "claim-text", text: claim.text }),
+    h("p", { class: "body", id: "claim-text", text: claim.text }));
+  const evidence = h("section", { "aria-labelledby": "evidence-title" }, h("h2", { id: "evidence-title", text: "Evidence" }));
+  view.append(evidence, lineageSection(scopeId, answer.lineage || {}), historySection(claim),
     h("h2", { text: "Front matter" }),
     facts([["About", claim.about], ["When to use", claim.whenToUse],
       ["Applies to", (claim.appliesTo || []).join(", ")], ["Type", claim.type],
@@ -29,11 +31,7 @@ export async function claimPage(view, scopeId, memoryId, message = null) {
       ["Strength", claim.strength], ["Pinned", claim.pin ? "yes" : "no"],
       ["Confidence", claim.confidence], ["Durability", claim.durability],
       ["Valid until", when(claim.validUntil)], ["Revision", claim.revision]]),
-    historySection(claim),
-    lineageSection(scopeId, answer.lineage || {}));
-  const evidence = h("section", { "aria-labelledby": "evidence-title" }, h("h2", { id: "evidence-title", text: "Evidence" }));
-  view.append(evidence);
-  view.append(h("details", {}, h("summary", { text: "The OKF file" }), h("pre", { text: answer.okf })));
+    h("details", {}, h("summary", { text: "The OKF file" }), h("pre", { text: answer.okf })));
   if (claim.status === "active") view.append(editSection(view, scopeId, claim), forgetSection(view, scopeId, claim));
   await showEvidence(evidence, scopeId, memoryId);
 }
