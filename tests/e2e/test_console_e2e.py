@@ -194,6 +194,11 @@ def test_sign_in_keeps_the_credential_in_the_tab_only(tab: Tab, console: Console
     assert page.evaluate("sessionStorage.length") == 0
 
 
+def test_the_banner_names_the_console(console: Console) -> None:
+    line = f"  console    {console.url} (sign in with the token below)"
+    assert line in console.server.banner
+
+
 def test_workspaces_list_the_agents_and_subject_scopes(tab: Tab) -> None:
     tab.sign_in(tab.console.root)
     agents = tab.page.locator(

@@ -205,3 +205,35 @@ def test_text_colours_keep_a_contrast_of_at_least_4_5() -> None:
     for button in ("accent", "danger"):  # white text on the filled buttons
         assert contrast(white, colours[button]) >= 4.5, button
     assert contrast(colours["focus"], colours["paper"]) >= 3  # the focus ring (non-text)
+
+
+# Every call the pages make (js/*.js), as a concrete path.
+CONSOLE_CALLS = [
+    ("GET", "/v1/caller"), ("GET", "/v1/agents"), ("GET", "/v1/scopes"),
+    ("GET", "/v1/scopes/s/memories"), ("GET", "/v1/scopes/s/memories/m"),
+    ("GET", "/v1/scopes/s/memories/m/evidence"), ("POST", "/v1/scopes/s/memory:readExcerpt"),
+    ("POST", "/v1/scopes/s/memory:search"), ("POST", "/v1/scopes/s/memories/m:edit"),
+    ("POST", "/v1/scopes/s/memories/m:forget"), ("POST", "/v1/scopes/s/memories:forgetGroup"),
+    ("GET", "/v1/scopes/s/memory/brief"), ("GET", "/v1/scopes/s/suppressions"),
+    ("DELETE", "/v1/scopes/s/suppressions/x"), ("GET", "/v1/memory/vocabulary"),
+    ("GET", "/v1/billing"), ("GET", "/v1/billing/usage/formation-tokens"),
+    ("GET", "/v1/operations"),
+]  # fmt: skip
+
+
+def test_every_call_is_a_public_api_route_sent_to_the_function_serving_it() -> None:
+    """The pages call the public API only; deployed, js/api.js picks the function of each
+    path (JENNAH_ENDPOINT's {function}): the one whose main.py serves that route."""
+    from jennah.api import routes
+    from tests.support.artifacts import entrypoint
+
+    table = re.findall(r'\[/(.+?)/, "([\w-]+)"\]', (STATIC / "js" / "api.js").read_text())
+    serving: dict[tuple[str, str], set[str]] = {}
+    for main in (ROOT / "functions").glob("*/main.py"):
+        for group in entrypoint(main).route_groups:
+            for route in getattr(routes, group):
+                serving.setdefault((route.method, route.template), set()).add(main.parent.name)
+    for method, path in CONSOLE_CALLS:
+        (route,) = [r for r in routes.ALL_ROUTES if r.method == method and r.pattern.match(path)]
+        function = next(name for pattern, name in table if re.search(pattern, path))
+        assert function in serving[(method, route.template)], (method, path, function)
