@@ -244,7 +244,7 @@ locals {
       description   = "GET /, /config.json, /js/*.js, /console.css: the memory console's pages"
       public        = true
       invoker       = null
-      memory        = "256Mi"
+      memory        = "512Mi"
       cpu           = "1"
       timeout       = 60
       min_instances = 0
