@@ -74,7 +74,13 @@ export async function call(method, path, { query = null, body = undefined } = {}
     throw new ApiError(0, "UNAVAILABLE", `the API could not be reached (${err.message})`, "");
   }
   const text = await answer.text();
-  const data = text ? JSON.parse(text) : {};
+  let data = {};
+  try {
+    data = text ? JSON.parse(text) : {};
+  } catch (err) {
+    // Not the API's JSON (a proxy's page, say): the status and the start of what came.
+    throw new ApiError(answer.status, answer.statusText, text.slice(0, 200), "");
+  }
   if (!answer.ok) {
     const error = data.error || {};
     const info = (error.details || []).find((d) => d.reason) || {};
