@@ -237,6 +237,24 @@ locals {
       vertex_ai     = false
       enabled       = true
     }
+    # The memory console (functions/console): static pages a person opens in a browser; no
+    # store access of its own. The pages call the API functions (JENNAH_ENDPOINT below, told
+    # to them in config.json) with the credential the person pastes, so every rule is theirs.
+    console = {
+      description   = "GET /, /config.json, /js/*.js, /console.css: the memory console's pages"
+      public        = true
+      invoker       = null
+      memory        = "512Mi"
+      cpu           = "1"
+      timeout       = 60
+      min_instances = 0
+      max_instances = 5
+      concurrency   = 80
+      spanner       = null
+      firestore     = false
+      vertex_ai     = false
+      enabled       = true
+    }
     # The nightly lifecycle pass ("dreaming", functions/lifecycle): walks every scope, expires,
     # promotes and decays claims and recompiles their briefs. Deterministic: no model calls.
     lifecycle = {
@@ -477,8 +495,9 @@ module "api" {
       # Where form's Cloud Tasks tasks go (also their OIDC audience).
       JENNAH_FORM_WORKER_URL = module.backend["form-worker"].uri
     },
-    # The API as the mcp function's tools call it: {function} is the function serving a route.
-    each.key != "mcp" ? {} : {
+    # The API as the mcp function's tools (and the console's pages) call it: {function} is
+    # the function serving a route.
+    !contains(["mcp", "console"], each.key) ? {} : {
       JENNAH_ENDPOINT = "https://${var.region}-${var.project_id}.cloudfunctions.net/${var.name_prefix}{function}"
     },
   )

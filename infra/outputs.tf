@@ -62,3 +62,8 @@ output "function_sources_bucket" {
   description = "The bucket of the functions' deploy artifacts."
   value       = google_storage_bucket.function_sources.name
 }
+
+output "console_url" {
+  description = "The memory console (functions/console) on the cloudfunctions.net origin of the API functions, so its pages call them on their own origin."
+  value       = "https://${var.region}-${var.project_id}.cloudfunctions.net/${var.name_prefix}console/"
+}

@@ -49,6 +49,7 @@ CLEAN_PACKAGE = {
     "{root}.py": "from jennah import adapters, api, auth, services, settings\n",
     "client/__init__.py": "from jennah import auth, errors, settings\nfrom jennah.api import dto\n",
     "mcp/__init__.py": "from jennah import domain, errors\n",
+    "console/__init__.py": "from jennah import errors\nfrom jennah.api import dto\n",
     "cli/__init__.py": "",
     "cli/main.py": (
         "from jennah import auth, client, domain, errors, mcp, settings\n"
@@ -136,6 +137,17 @@ WRONG_IMPORTS = {
         "mcp/__init__.py",
         "from jennah import {root}",
         {"mcp", "cli"},
+    ),
+    # The console serves files: the error body's wire models are allowed, a service is not.
+    "console imports a service": (
+        "console/__init__.py",
+        "from jennah.services import access",
+        {"console"},
+    ),
+    "console imports the composition root": (
+        "console/__init__.py",
+        "from jennah import {root}",
+        {"console"},
     ),
     "mcp imports the cli": (
         "mcp/__init__.py",
@@ -255,7 +267,7 @@ def test_the_contracts_hold_on_a_package_laid_out_as_the_layering_says(
     options = project_options()
     broken, report = lint(write_package(tmp_path, options["composition_root"]), options)
     assert broken == set(), report
-    assert len(options["contracts"]) == 12
+    assert len(options["contracts"]) == 13
 
 
 @pytest.mark.parametrize("case", WRONG_IMPORTS, ids=list(WRONG_IMPORTS))

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
 
 DEFAULT_PORT = 8080
 MCP_PATH = "/mcp"
+CONSOLE_PATH = "/console"
 WsgiApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
 FORMATION_MODELS = ("rules", "vertex", "local")
 
@@ -55,6 +56,10 @@ FORMATION_MODELS = ("rules", "vertex", "local")
     form-worker function runs them in production. The local enterprise is on the
     Enterprise plan. --host and --port default to those of JENNAH_ENDPOINT
     (http://127.0.0.1:8080).
+
+    It serves the memory console, the pages to see, correct and forget memory in a
+    browser, at /console/ (sign in with the token `jnh auth print-token` prints, or an
+    API key).
 
     It also serves the MCP tools over streamable HTTP (stateless, JSON answers) at
     /mcp/agents/AGENT, /mcp/scopes/SCOPE and /mcp/scopes/SCOPE/shared (household
@@ -106,7 +111,7 @@ def serve(
         recover(container.formation, restart=True)
     logging.getLogger("werkzeug").setLevel(logging.WARNING)
     server = make_server(
-        with_mcp(create_app(container)),
+        with_console(with_mcp(create_app(container))),
         host or default_host,
         default_port if port is None else port,
         kind=settings.http_server,
@@ -140,6 +145,15 @@ def with_mcp(app: WsgiApp) -> WsgiApp:
         return served(environ, start_response)
 
     return dispatch
+
+
+def with_console(app: WsgiApp) -> WsgiApp:
+    """`app`, with the memory console's pages under /console/ (`jennah.console.site`),
+    which call `app` from the browser on this same origin."""
+    from jennah.console.site import ConsoleSite
+    from jennah.console.site import with_console as mount
+
+    return mount(app, ConsoleSite())
 
 
 def formation_model(settings: Settings, requested: str | None) -> tuple[Settings, str | None]:
@@ -205,6 +219,7 @@ def _print_banner(
     click.echo(f"  model      {_model_line(settings)}")
     if fallback:
         click.echo(f"             ({fallback})")
+    click.echo(f"  console    {url}{CONSOLE_PATH}/ (sign in with the token below)")
     click.echo(f"  openapi    {url}/openapi.json")
     click.echo(f"  mcp        {url}{MCP_PATH}/agents/AGENT, {url}{MCP_PATH}/scopes/SCOPE[/shared]")
     click.echo(f"  root       {ROOT_PRINCIPAL} of enterprise "
