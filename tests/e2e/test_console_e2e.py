@@ -350,13 +350,15 @@ def test_the_vocabulary_is_shown_read_only(tab: Tab) -> None:
     tab.shot("vocabulary")
 
 
-def test_a_member_sees_no_usage_report(tab: Tab) -> None:
+def test_a_member_sees_no_usage_report_and_no_billing(tab: Tab) -> None:
     tab.sign_in(tab.console.member)
     page = tab.open("#/usage")
     expect(page.locator("#usage-chart [role=alert]")).to_contain_text(
         "You don't have access to usage"
     )
     assert page.locator("#usage-chart svg").count() == 0
+    assert page.locator("#billing").count() == 0  # and no billing figures
+    expect(page.get_by_text("Overage band")).to_have_count(0)
     tab.shot("usage-member")
 
 

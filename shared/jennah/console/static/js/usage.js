@@ -1,6 +1,8 @@
 // Formation usage per day, ISO week or month (tokens and units, grouped by scope or model)
-// as a chart, and the billing state with its overage band.
-import { call } from "./api.js";
+// as a chart, and the billing state with its overage band. Billing is for those who may read
+// the usage report (billing.usage:read, which the member role lacks): a caller the report
+// refuses sees that refusal and no billing figures.
+import { ApiError, call } from "./api.js";
 import { clear, facts, field, h, select, when } from "./dom.js";
 import { problem } from "./ui.js";
 import { bandChart, barChart } from "./chart.js";
@@ -29,6 +31,7 @@ function label(stamp, per) {
   return date.toISOString().slice(5, 10);
 }
 
+// Draws the report; false when the API refused it (403).
 async function showUsage(box, form) {
   clear(box);
   const data = new FormData(form);
@@ -50,7 +53,7 @@ async function showUsage(box, form) {
     const measureName = MEASURES.find(([m]) => m === measure)[1];
     if (!periods.length) {
       box.append(h("p", { class: "meta", text: "No formation in this period." }));
-      return;
+      return true;
     }
     box.append(barChart(`Formation ${measureName} per ${per}${groupBy ? ` by ${groupBy}` : ""}`, periods, groups));
     const table = h("table", {}, h("caption", { class: "meta", text: "The same figures" }),
@@ -64,7 +67,9 @@ async function showUsage(box, form) {
     box.append(table);
   } catch (err) {
     box.append(problem(err, "usage"));
+    return !(err instanceof ApiError && err.code === 403);
   }
+  return true;
 }
 
 export async function usagePage(view) {
@@ -79,5 +84,9 @@ export async function usagePage(view) {
   form.addEventListener("submit", (event) => { event.preventDefault(); showUsage(chart, form); });
   view.append(billing, h("section", { "aria-labelledby": "usage-title" },
     h("h2", { id: "usage-title", text: "Formation usage" }), form, chart));
-  await Promise.all([showBilling(billing), showUsage(chart, form)]);
+  if (await showUsage(chart, form)) {
+    await showBilling(billing);
+  } else {
+    billing.remove();
+  }
 }
