@@ -30,8 +30,11 @@ class Served:
 
 
 @contextlib.contextmanager
-def jnh_serve(server: str, embedder: str, jnh: Path = DEFAULT_JNH) -> Iterator[Served]:
-    """`jnh serve` with JENNAH_HTTP_SERVER=server until the block ends (then SIGTERM)."""
+def jnh_serve(
+    server: str, embedder: str, jnh: Path = DEFAULT_JNH, source: Path | None = None
+) -> Iterator[Served]:
+    """`jnh serve` with JENNAH_HTTP_SERVER=server until the block ends (then SIGTERM);
+    with `source`, the build in that source tree (its `shared/` first on PYTHONPATH)."""
     with tempfile.TemporaryDirectory(prefix="jennah-bench-") as tmp:
         port = free_port()
         env = {
@@ -40,6 +43,8 @@ def jnh_serve(server: str, embedder: str, jnh: Path = DEFAULT_JNH) -> Iterator[S
             "JENNAH_HTTP_SERVER": server,
             "JENNAH_FORMATION_MODEL": "rules",  # instant: the benchmarks measure the platform
         }
+        if source is not None:
+            env["PYTHONPATH"] = str((source / "shared").resolve())
         process = subprocess.Popen(
             [str(jnh), "serve", "--port", str(port), "--data-dir", tmp],
             env=env,

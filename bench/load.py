@@ -8,17 +8,26 @@ memory:query (semantic, top 10), memory:form waiting for the receipt, and memory
 with "async": true followed by polling GET /v1/operations/{id} until done. The formation
 model is `rules` (offline, instant), so forms measure the platform. Prints p50/p95/p99
 per call type and the errors (any non-2xx answer or transport failure).
+
+With --compare TREE (a source tree of another build, e.g. `git archive 1e515fc | tar -x
+-C TREE`), each server kind serves both builds at once, this one and TREE's (its
+`shared/` on PYTHONPATH, this Python), and the clients load them in turn for --rounds
+rounds each, alternating which goes first: on a shared machine only such interleaved
+figures compare. It prints both builds' figures and this build's p50 and p95 as a
+ratio of TREE's.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import random
 import threading
 import time
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import httpx
 
@@ -44,24 +53,74 @@ class Tally:
 
 def main() -> None:
     args = _parse_args()
-    print(f"jnh serve under load ({machine_line()}), {args.clients} clients, "
-          f"{args.seconds:g} s per server, embedder {args.embedder}\n")  # fmt: skip
+    builds: list[Path | None] = [None] if args.compare is None else [None, args.compare]
+    rounds = 1 if args.compare is None else args.rounds
+    print(f"jnh serve under load ({machine_line()}), {args.clients} clients, {rounds} x "
+          f"{args.seconds:g} s per server and build, embedder {args.embedder}\n")  # fmt: skip
     rows: list[list[object]] = []
+    ratios: list[list[object]] = []
     for server in args.servers:
-        with jnh_serve(server, args.embedder) as served:
-            tally = _run(served, args.clients, args.seconds)
-        for kind in sorted(tally.samples):
-            ms = tally.samples[kind]
-            rows.append([server, kind, len(ms), percentile(ms, 50), percentile(ms, 95),
-                         percentile(ms, 99), tally.errors.get(kind, 0)])  # fmt: skip
-    print(table(["server", "call", "calls", "p50 ms", "p95 ms", "p99 ms", "errors"], rows))
+        tallies = _load(server, builds, args, rounds)
+        for build, tally in zip(builds, tallies, strict=True):
+            for kind in sorted(tally.samples):
+                ms = tally.samples[kind]
+                rows.append([server, _name(build), kind, len(ms), percentile(ms, 50),
+                             percentile(ms, 95), percentile(ms, 99),
+                             tally.errors.get(kind, 0)])  # fmt: skip
+        if len(tallies) == 2:
+            ratios += _ratios(server, *tallies)
+    print(table(["server", "build", "call", "calls", "p50 ms", "p95 ms", "p99 ms", "errors"], rows))
+    if ratios:
+        print(f"\nthis build / {args.compare}, same rounds:\n")
+        print(table(["server", "call", "p50 ratio", "p95 ratio"], ratios))
     print("\ntargets (8 clients): " + ", ".join(f"{k} p50 <= {v:g} ms" for k, v in
                                                 TARGETS.items()) + ", 0 errors")  # fmt: skip
 
 
+def _load(
+    server: str, builds: list[Path | None], args: argparse.Namespace, rounds: int
+) -> list[Tally]:
+    """One tally per build, over `rounds` rounds each; the builds are served together and
+    loaded in turn, the first of each round alternating."""
+    tallies = [Tally() for _ in builds]
+    with contextlib.ExitStack() as stack:
+        served = [stack.enter_context(jnh_serve(server, args.embedder, source=b)) for b in builds]
+        for round_ in range(rounds):
+            order = range(len(builds)) if round_ % 2 == 0 else reversed(range(len(builds)))
+            for i in order:
+                _run(served[i], args.clients, args.seconds, tallies[i])
+    return tallies
+
+
+def _name(build: Path | None) -> str:
+    return "this" if build is None else str(build)
+
+
+def _ratios(server: str, this: Tally, other: Tally) -> list[list[object]]:
+    return [
+        [
+            server,
+            kind,
+            f"{_ratio(this, other, kind, 50):.2f}",
+            f"{_ratio(this, other, kind, 95):.2f}",
+        ]
+        for kind in sorted(this.samples)
+        if other.samples.get(kind)
+    ]
+
+
+def _ratio(this: Tally, other: Tally, kind: str, pct: float) -> float:
+    return percentile(this.samples[kind], pct) / percentile(other.samples[kind], pct)
+
+
 def _parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--seconds", type=float, default=60.0, help="per server (default 60)")
+    parser.add_argument(
+        "--seconds",
+        type=float,
+        default=60.0,
+        help="per server, or per round with --compare (default 60)",
+    )
     parser.add_argument("--clients", type=int, default=8, help="concurrent clients (default 8)")
     parser.add_argument(
         "--servers", type=lambda s: s.split(","), default=["waitress", "werkzeug"],
@@ -70,11 +129,18 @@ def _parse_args() -> argparse.Namespace:
     parser.add_argument(
         "--embedder", default="minilm", help="JENNAH_EMBEDDER (default minilm; hashing: no model)"
     )
+    parser.add_argument(
+        "--compare", type=Path, default=None, metavar="TREE",
+        help="also serve the build in source tree TREE, interleaved with this one",
+    )  # fmt: skip
+    parser.add_argument(
+        "--rounds", type=int, default=4, help="with --compare: rounds per build (default 4)"
+    )
     return parser.parse_args()
 
 
-def _run(served: Served, clients: int, seconds: float) -> Tally:
-    tally = Tally()
+def _run(served: Served, clients: int, seconds: float, tally: Tally | None = None) -> Tally:
+    tally = Tally() if tally is None else tally
     headers = {"Authorization": f"Bearer {served.token}"}
     for i in range(clients):  # every workspace has something to find before the clock starts
         with httpx.Client(base_url=served.base, headers=headers, timeout=60) as http:

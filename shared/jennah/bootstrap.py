@@ -30,6 +30,7 @@ from jennah.services import lifecycle
 from jennah.services.access import Access
 from jennah.services.formation import Formation
 from jennah.services.formation.expiry import ExpirySweep
+from jennah.services.formation.use_case import FIRST_POLL_SECONDS, LOCAL_FIRST_POLL_SECONDS
 from jennah.settings import Settings, get_settings
 
 
@@ -184,6 +185,7 @@ class Container:
                     lease=timedelta(seconds=self.settings.operation_lease_seconds),
                     report=log_formation,
                     passes=self.passes,
+                    first_poll=first_poll(self.settings),
                 )
             return self._formation
 
@@ -418,6 +420,14 @@ def build_tasks(settings: Settings, container: Container) -> TaskQueue:
         workers=settings.local_form_workers,
         on_abandon=lambda task: container.formation.abandon(task),
     )
+
+
+def first_poll(settings: Settings) -> float:
+    """memory:form's first wait between two polls of its operation: longer when the
+    workers run in this process, whose settlements wake the wait (`Formation`)."""
+    if settings.formation_queue == "local":
+        return LOCAL_FIRST_POLL_SECONDS
+    return FIRST_POLL_SECONDS
 
 
 def _firestore_client(settings: Settings, firestore: FirestoreClientFactory | None) -> Any:

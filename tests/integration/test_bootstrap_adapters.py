@@ -17,7 +17,7 @@ from jennah.adapters.embedding.vertex import VertexEmbedder
 from jennah.adapters.models.rules import RulesModel
 from jennah.adapters.models.vertex import VertexModel
 from jennah.adapters.sqlite.vocabulary import SqliteVocabularyStore
-from jennah.bootstrap import Container, build_embedder, build_model
+from jennah.bootstrap import Container, build_embedder, build_model, first_poll
 from jennah.errors import Internal
 from jennah.settings import Settings
 
@@ -129,6 +129,25 @@ def test_the_embedded_default_keeps_operations_locally_and_works_them_in_process
         assert isinstance(container.tasks, LocalTaskQueue)
     finally:
         container.close()
+
+
+def test_form_waits_poll_their_operation_less_often_when_the_workers_are_in_process(
+    tmp_path: Path,
+) -> None:
+    # jnh serve's workers settle what they finish, which wakes the waiting form at once:
+    # its polls of the operation store (one read each) can start far apart
+    from jennah.services.formation.use_case import FIRST_POLL_SECONDS, LOCAL_FIRST_POLL_SECONDS
+
+    local = Container(
+        Settings(data_dir=tmp_path, embedder="hashing", formation_model="rules"),
+        tasks=object(),  # type: ignore[arg-type]  # no pool: only the wiring is looked at
+    )
+    try:
+        assert local.formation.first_poll == LOCAL_FIRST_POLL_SECONDS
+    finally:
+        local.close()
+    assert LOCAL_FIRST_POLL_SECONDS >= 10 * FIRST_POLL_SECONDS
+    assert first_poll(Settings(formation_queue="cloud_tasks")) == FIRST_POLL_SECONDS
 
 
 def test_cloud_tasks_needs_the_worker_url(tmp_path: Path) -> None:

@@ -588,13 +588,27 @@ def test_wait_returns_the_operation_once_done(world: World) -> None:
     assert slept == pytest.approx([0.002, 0.003, 0.0045])  # backing off
 
 
+def test_wait_backs_off_from_the_formations_first_poll(world: World) -> None:
+    world.model.add(ONE_FACT)
+    operation = world.queued()
+    slept: list[float] = []
+
+    def sleep(seconds: float) -> None:
+        slept.append(seconds)
+        if len(slept) == 2:
+            world.deliver(operation)
+
+    done = replace(world.formation(), first_poll=0.05).wait(operation, sleep=sleep)
+    assert done.state is OperationState.SUCCEEDED
+    assert slept == pytest.approx([0.05, 0.075])
+
+
 def test_wait_wakes_as_soon_as_a_worker_of_its_process_finishes_the_operation(
-    world: World, monkeypatch: pytest.MonkeyPatch
+    world: World,
 ) -> None:
     # polls an hour apart: only the worker's settlement can end the wait within the test
-    monkeypatch.setattr(use_case, "FIRST_POLL_SECONDS", 3600.0)
     world.model.add(ONE_FACT)
-    same_process = world.formation()
+    same_process = replace(world.formation(), first_poll=3600.0)
     operation = world.queued()
     polled = threading.Event()
     operations = world.operations

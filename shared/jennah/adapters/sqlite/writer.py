@@ -179,18 +179,26 @@ def _register(conn: Connection, plan: CommitPlan, commit_us: int) -> None:
         )
 
 
+def _execute_many(conn: Connection, statement: str, rows: list[Any]) -> None:
+    """`statement` once per row; nothing at all for no rows (a plan leaves most of its
+    collections empty, and every statement issued holds the write lock a little longer)."""
+    if rows:
+        conn.executemany(statement, rows)
+
+
 def _keys(scope: ScopeRef, commit_us: int) -> dict[str, Any]:
     return {"enterprise_id": scope.enterprise_id, "scope_id": scope.scope_id, "now": commit_us}
 
 
 def _write_chunks(conn: Connection, plan: CommitPlan, commit_us: int) -> None:
     params = [codec.record_params(chunk, plan.scope, commit_us) for chunk in plan.chunks]
-    conn.executemany(_UPSERT_RECORD, params)
+    _execute_many(conn, _UPSERT_RECORD, params)
 
 
 def _write_nodes(conn: Connection, plan: CommitPlan, commit_us: int) -> None:
     keys = _keys(plan.scope, commit_us)
-    conn.executemany(
+    _execute_many(
+        conn,
         _UPSERT_NODE,
         [
             {
@@ -207,7 +215,8 @@ def _write_nodes(conn: Connection, plan: CommitPlan, commit_us: int) -> None:
 
 def _write_edges(conn: Connection, plan: CommitPlan, commit_us: int) -> None:
     keys = _keys(plan.scope, commit_us)
-    conn.executemany(
+    _execute_many(
+        conn,
         _UPSERT_EDGE,
         [
             {
@@ -286,7 +295,8 @@ def _write_ledgers(conn: Connection, plan: CommitPlan, commit_us: int) -> None:
     """Evidence, links, execution-log steps and the formation key."""
     keys = _keys(plan.scope, commit_us)
     _require_memories(conn, plan.scope, {line.memory_id for line in plan.evidence})
-    conn.executemany(
+    _execute_many(
+        conn,
         _INSERT_EVIDENCE,
         [
             {
@@ -299,11 +309,13 @@ def _write_ledgers(conn: Connection, plan: CommitPlan, commit_us: int) -> None:
             for line in plan.evidence
         ],
     )
-    conn.executemany(
+    _execute_many(
+        conn,
         _INSERT_LINK,
         [{**keys, "source_id": ln.source_id, "target_id": ln.target_id} for ln in plan.links],
     )
-    conn.executemany(
+    _execute_many(
+        conn,
         _UPSERT_STEP,
         [
             {
@@ -431,7 +443,8 @@ def _write_suppressions(conn: Connection, plan: CommitPlan, commit_us: int) -> N
 def _write_briefs(conn: Connection, plan: CommitPlan, commit_us: int) -> None:
     """The compiled briefs (each replaces its variant's) and the change-log lines."""
     keys = _keys(plan.scope, commit_us)
-    conn.executemany(
+    _execute_many(
+        conn,
         _REPLACE_BRIEF,
         [
             {
@@ -444,7 +457,8 @@ def _write_briefs(conn: Connection, plan: CommitPlan, commit_us: int) -> None:
             for brief in plan.briefs
         ],
     )
-    conn.executemany(
+    _execute_many(
+        conn,
         _APPEND_CHANGE,
         [
             {

@@ -91,6 +91,10 @@ TAKEN_OVER = "FORMATION_TAKEN_OVER"
 # Formation.wait polls its operation after these intervals, growing 1.5x, at most the last.
 FIRST_POLL_SECONDS = 0.002
 LONGEST_POLL_SECONDS = 0.5
+# When the workers run in this process, a worker's settlement wakes `wait` at once, so its
+# polls only notice a client that went away or an operation finished elsewhere (cancelled
+# or expired): they can start this far apart (each poll reads the operation store).
+LOCAL_FIRST_POLL_SECONDS = 0.05
 
 
 @dataclass(frozen=True)
@@ -138,7 +142,8 @@ class Formation:
     worker's claim on an operation (longer than a formation may run); `report`,
     when given, is told of each operation a worker finishes with what its model
     calls spent (one structured log line per formation, in production). `settlements`
-    wakes `wait` when a worker of this process finishes the operation it awaits.
+    wakes `wait` when a worker of this process finishes the operation it awaits;
+    `first_poll` is `wait`'s first interval between two polls (backing off from it).
     """
 
     store: MemoryStore
@@ -154,6 +159,7 @@ class Formation:
     report: Reporter | None = None
     settlements: Settlements = field(default_factory=Settlements)
     passes: lifecycle.Passes = lifecycle.INLINE  # the lifecycle pass after a change
+    first_poll: float = FIRST_POLL_SECONDS
 
     # The form function.
 
@@ -288,7 +294,7 @@ class Formation:
         sleep: Callable[[float], object],
     ) -> FormationOperation:
         deadline = time.monotonic() + timeout.total_seconds()
-        interval = FIRST_POLL_SECONDS  # a fast formation answers in milliseconds
+        interval = self.first_poll  # a fast formation answers in milliseconds
         enterprise_id, operation_id = operation.enterprise_id, operation.operation_id
         while True:
             current = self.operations.get(enterprise_id, operation_id)
