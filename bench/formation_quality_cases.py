@@ -413,10 +413,13 @@ def case_files(directory: Path = CASES_DIR) -> list[Path]:
 
 
 def load_cases(directory: Path = CASES_DIR, pattern: str = "*", split: str = "all") -> list[Case]:
-    """The cases whose file name matches `pattern` (a glob) and in `split` (or all)."""
+    """The cases whose file name matches `pattern` (a glob, or several separated by
+    commas) and in `split` (or all)."""
+    globs = [glob.strip() for glob in pattern.split(",") if glob.strip()]
     chosen = []
     for path in case_files(directory):
-        if not fnmatch.fnmatch(path.name, pattern) and not fnmatch.fnmatch(path.stem, pattern):
+        names = (path.name, path.stem)
+        if not any(fnmatch.fnmatch(name, glob) for glob in globs for name in names):
             continue
         case = load_case(path)
         if split in ("all", case.split):
