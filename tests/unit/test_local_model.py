@@ -1101,3 +1101,19 @@ def test_a_constraint_the_model_stated_is_not_added_again() -> None:
 def test_no_constraint_is_made_of_a_question_or_the_assistants_words() -> None:
     turns = _said("Is this vegan?", "It is vegan and gluten-free.")
     assert local_extraction.candidates([], turns, {}, _CLOCK) == []
+
+
+def test_a_diet_the_model_stated_in_other_words_is_not_added_again_but_a_second_allergy_is() -> (
+    None
+):
+    turns = _said("I'm vegetarian now rather than vegan. I'm allergic to shellfish too.", "Ok.")
+    facts = [
+        {"turn": 1, "text": "The user is now vegetarian."},
+        {"turn": 1, "text": "The user is allergic to peanuts."},
+    ]
+    found = local_extraction.candidates(facts, turns, {}, _CLOCK)
+    assert [c.text for c in found] == [
+        "The user is now vegetarian.",
+        "The user is allergic to peanuts.",
+        "The user is allergic to shellfish too.",
+    ]

@@ -274,11 +274,19 @@ def _third_person_verb(verb: str) -> str:
     return verb + "s"
 
 
+# Constraint words that need an object to say which constraint ("allergic to ...").
+_NEEDS_OBJECT = stems_of("allergic allergy allergies intolerant intolerance")
+
+
 def says_the_same(found: set[str], constraint: ExtractedCandidate) -> bool:
-    """A fact already kept states the constraint: it shares half its words, or its
-    constraint word and another."""
+    """A fact already kept states the constraint: it shares half its words, or a diet or
+    need it names ("vegetarian", "halal", "wheelchair"), or its allergy or intolerance
+    word and another ("allergic" and "shellfish")."""
     stems = stems_of(constraint.text)
     safety = stems_of(" ".join(m[0] for m in _SAFETY.finditer(constraint.text)))
-    return len(stems & found) * 2 >= len(stems) or (
-        bool(safety & found) and len(stems & found - safety) >= 1
+    shared = safety & found
+    return (
+        len(stems & found) * 2 >= len(stems)
+        or bool(shared - _NEEDS_OBJECT)
+        or (bool(shared) and len(stems & found - safety) >= 1)
     )
