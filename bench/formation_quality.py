@@ -110,7 +110,11 @@ def _parse_args() -> argparse.Namespace:
     parser.add_argument(
         "--embedder", default="minilm", help="JENNAH_EMBEDDER: minilm (default) or hashing"
     )
-    parser.add_argument("--cases", default="*", help="a glob over case file names (default *)")
+    parser.add_argument(
+        "--cases",
+        default="*",
+        help="a glob over case file names, or several separated by commas (default *)",
+    )
     parser.add_argument("--split", choices=[*SPLITS, "all"], default="all")
     parser.add_argument("--cases-dir", type=Path, default=CASES_DIR, help=argparse.SUPPRESS)
     parser.add_argument("-o", "--output", choices=["text", "json"], default="text")

@@ -34,7 +34,11 @@ from pydantic import (
 from jennah.domain.formation import detect_structures
 
 CASES_DIR = Path(__file__).resolve().parent / "formation_quality"
-SPLITS = ("tune", "holdout", "holdout2")
+SPLITS = ("tune", "holdout", "holdout2", "tune2")
+# The splits that cover every coverage tag. `tune2` (117-) is a supplement to tune on
+# one theme, hard constraints (allergies, diets, accessibility, standing rules): it is
+# tuned on like `tune` and need not cover every kind of case.
+COVERING_SPLITS = ("tune", "holdout", "holdout2")
 ROLES = {
     "user": "TURN_ROLE_USER",
     "assistant": "TURN_ROLE_ASSISTANT",
@@ -213,7 +217,7 @@ class StructureExpectation(_Strict):
 
 class Case(_Strict):
     id: str
-    split: Literal["tune", "holdout", "holdout2"]
+    split: Literal["tune", "holdout", "holdout2", "tune2"]
     tags: list[str] = Field(min_length=1)
     description: str = Field(min_length=1)
     observed_at: datetime = Field(alias="observedAt")
@@ -409,10 +413,13 @@ def case_files(directory: Path = CASES_DIR) -> list[Path]:
 
 
 def load_cases(directory: Path = CASES_DIR, pattern: str = "*", split: str = "all") -> list[Case]:
-    """The cases whose file name matches `pattern` (a glob) and in `split` (or all)."""
+    """The cases whose file name matches `pattern` (a glob, or several separated by
+    commas) and in `split` (or all)."""
+    globs = [glob.strip() for glob in pattern.split(",") if glob.strip()]
     chosen = []
     for path in case_files(directory):
-        if not fnmatch.fnmatch(path.name, pattern) and not fnmatch.fnmatch(path.stem, pattern):
+        names = (path.name, path.stem)
+        if not any(fnmatch.fnmatch(name, glob) for glob in globs for name in names):
             continue
         case = load_case(path)
         if split in ("all", case.split):

@@ -24,6 +24,7 @@ from jennah.domain.formation import (
 )
 from jennah.domain.models import (
     Authority,
+    BriefVariant,
     ClaimUpdate,
     CommitPlan,
     CommitResult,
@@ -38,7 +39,8 @@ from jennah.domain.models import (
 )
 from jennah.errors import Aborted
 from jennah.ports.prompts import ExtractionAnswer, ReconcileAnswer, ReconcileChoice
-from jennah.services.formation import FormationCommand
+from jennah.services import brief
+from jennah.services.formation import FormationCommand, claims
 from jennah.services.formation.checks import MAX_NEW_CANDIDATES
 from tests.support.formation import form
 from tests.unit.fakes import FakeStore
@@ -491,3 +493,78 @@ def test_a_claim_that_keeps_changing_fails_the_formation_cleanly_with_aborted() 
     record = _chunk(store, prior.id)
     assert record.reinforcement_count == 0  # never overwritten
     assert store.list_evidence(SCOPE, [prior.id]) == []
+
+
+# Hard constraints reach the brief (design §13: "every hard constraint does"), while
+# sensitive claims never do (§10): a rule is not made sensitive by who it protects.
+
+
+@pytest.mark.parametrize(
+    "text, memory_type, expected",
+    [
+        # a child's allergy or intolerance: a constraint, not a minors topic
+        ("The user's daughter Zara has a severe peanut allergy.", "constraint", "normal"),
+        ("The user's son Ben is lactose intolerant.", "constraint", "normal"),
+        # a rule about children: a directive, not a minors topic
+        ("The user wants the assistant to ask before booking anything for the kids.",
+         "directive", "normal"),
+        # where care happens does not make a rule sensitive
+        ("The user wants the assistant to book dentist appointments after 4pm.",
+         "directive", "normal"),
+        # coeliac disease is what the constraint is about
+        ("The user's husband Tom has coeliac disease.", "constraint", "normal"),
+        # a rule naming a condition or a treatment stays health
+        ("The user wants the assistant to remind them to take insulin at 8am.",
+         "directive", "health"),
+        ("The user cannot eat sugar because of diabetes.", "constraint", "health"),
+        # finances stay finances
+        ("The user's budget is 2000 pounds a month.", "constraint", "finances"),
+        # statements keep every label
+        ("The user's son Leo is nine.", "fact", "minors"),
+        ("The user sees a dentist on Fridays.", "fact", "health"),
+        ("The user's daughter Mia sees Dr Patel about asthma.", "fact", "health"),
+    ],
+)  # fmt: skip
+def test_a_rule_is_sensitive_only_for_a_condition_or_treatment_or_money(
+    text: str, memory_type: str, expected: str
+) -> None:
+    assert claims.sensitivity_of(text, MemoryType(memory_type)) is Sensitivity(expected)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "The user's daughter Zara has a severe peanut allergy.",
+        "The user's husband Tom is coeliac.",
+        "The user carries an EpiPen for anaphylaxis.",
+        "The user needs step-free access.",
+    ],
+)
+def test_an_allergy_intolerance_or_access_need_is_a_constraint(text: str) -> None:
+    assert claims.refined_type(MemoryType.FACT, text) is MemoryType.CONSTRAINT
+
+
+def test_a_childs_allergy_is_formed_a_hard_normal_constraint_and_shown_in_the_brief() -> None:
+    store = FakeStore()
+    said = "My daughter Zara has a severe peanut allergy, so nothing with peanuts."
+    turns = [_user(said)]
+    _form(
+        store,
+        turns,
+        [
+            _fact("The user's daughter Zara has a severe peanut allergy.", [0], said),
+            _fact("The user's daughter is called Zara.", [0], "My daughter Zara"),
+        ],
+    )
+    records = {r.text: r for r in _all(store)}
+    allergy = records["The user's daughter Zara has a severe peanut allergy."]
+    assert (allergy.type, allergy.strength, allergy.sensitivity) == (
+        MemoryType.CONSTRAINT,
+        Strength.HARD,
+        Sensitivity.NORMAL,
+    )
+    assert records["The user's daughter is called Zara."].sensitivity is Sensitivity.MINORS
+    shown = brief.read_brief(store, SCOPE, BriefVariant.SHARED, NOW).text
+    directives = shown.split("## Directives\n")[1].split("## Topic index")[0]
+    assert f"memory://{SCOPE.scope_id}/{allergy.id}" in directives
+    assert "is called Zara" not in shown

@@ -7,7 +7,7 @@ import json
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -201,7 +201,8 @@ def test_a_wrong_turn_is_corrected_and_an_unsupported_fact_dropped() -> None:
     )
     candidates, _ = extract(PRIYA, answer)
     assert [(c.turns, c.text) for c in candidates if c.memory_type == "fact"] == [
-        ([2], "The assistant recommended the Aquatics Centre on Kirkstall Road.")
+        ([2], "The assistant recommended the Aquatics Centre on Kirkstall Road."),
+        ([0], "The user is allergic to penicillin."),  # the model missed it: added by code
     ]
 
 
@@ -210,7 +211,8 @@ def test_an_assistant_fact_says_the_assistant_supplied_it() -> None:
         PRIYA, facts((3, "The Aquatics Centre on Kirkstall Road has a beginner pool"))
     )
     assert [c.text for c in candidates if c.memory_type == "fact"] == [
-        "The assistant said that the Aquatics Centre on Kirkstall Road has a beginner pool."
+        "The assistant said that the Aquatics Centre on Kirkstall Road has a beginner pool.",
+        "The user is allergic to penicillin.",  # the model missed it: added by code
     ]
 
 
@@ -1056,3 +1058,62 @@ def test_only_the_sentences_that_tell_the_model_to_ignore_its_instructions_go(
     line: str, kept: str
 ) -> None:
     assert local_turns.Turn(0, "user", line).visible == kept
+
+
+# Hard constraints the model missed are added by code (design §13: every hard constraint
+# is in the brief; a small model skips one said in passing or inside a request).
+
+_CLOCK = datetime(2026, 11, 2, 18, 0, tzinfo=UTC)
+
+
+def _said(*contents: str) -> list[local_turns.Turn]:
+    roles = ["user", "assistant"]
+    return [local_turns.Turn(i, roles[i % 2], c) for i, c in enumerate(contents)]
+
+
+def test_a_constraint_said_inside_a_request_or_in_passing_is_added_when_the_model_missed_it() -> (
+    None
+):
+    turns = _said(
+        "Can you plan dinners for next week? Bear in mind my son Ben is lactose intolerant, "
+        "so his portions need to be dairy-free.",
+        "Sure, Monday could be a stir-fry.",
+        "Lovely weekend, I stuck to chips because of my shellfish allergy, but it was fun. "
+        "I only eat halal and we keep kosher at home.",
+    )
+    found = local_extraction.candidates([], turns, {}, _CLOCK)
+    assert [(c.text, c.turns, c.memory_type) for c in found] == [
+        ("The user's son Ben is lactose intolerant.", [0], "fact"),
+        ("The user has a shellfish allergy.", [2], "fact"),
+        ("The user only eats halal.", [2], "fact"),
+        ("The user and their family keep kosher at home.", [2], "fact"),
+    ]
+    assert all(c.quote in turns[c.turns[0]].content for c in found)
+
+
+def test_a_constraint_the_model_stated_is_not_added_again() -> None:
+    turns = _said("I'm allergic to penicillin. I work at St Mary's.", "Noted.")
+    facts = [{"turn": 1, "text": "The user has a penicillin allergy."}]
+    found = local_extraction.candidates(facts, turns, {}, _CLOCK)
+    assert [c.text for c in found] == ["The user has a penicillin allergy."]
+
+
+def test_no_constraint_is_made_of_a_question_or_the_assistants_words() -> None:
+    turns = _said("Is this vegan?", "It is vegan and gluten-free.")
+    assert local_extraction.candidates([], turns, {}, _CLOCK) == []
+
+
+def test_a_diet_the_model_stated_in_other_words_is_not_added_again_but_a_second_allergy_is() -> (
+    None
+):
+    turns = _said("I'm vegetarian now rather than vegan. I'm allergic to shellfish too.", "Ok.")
+    facts = [
+        {"turn": 1, "text": "The user is now vegetarian."},
+        {"turn": 1, "text": "The user is allergic to peanuts."},
+    ]
+    found = local_extraction.candidates(facts, turns, {}, _CLOCK)
+    assert [c.text for c in found] == [
+        "The user is now vegetarian.",
+        "The user is allergic to peanuts.",
+        "The user is allergic to shellfish too.",
+    ]

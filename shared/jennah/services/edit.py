@@ -81,7 +81,7 @@ def _new_claim(
 ) -> MemoryRecord:
     """The new claim at the first boundary whose id no stored claim has (see
     jennah.domain.edit: ids derive from text and validAt)."""
-    judged = sensitivity_of(command.text)
+    judged = sensitivity_of(command.text, old.type)
     options = [
         edit_rules.edited_claim(old, command.text, command.summary, boundary, judged)
         for boundary in edit_rules.boundaries(old, received_at)

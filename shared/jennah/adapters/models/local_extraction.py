@@ -40,8 +40,9 @@ does the rest, deterministically:
   the model made of a question asking for standing behaviour ("... from now on?").
   Any other fact is a fact: a small model's finer labels are not stable enough to
   keep (reconciliation refuses to revise across memory types);
-- tables, code blocks, the assistant's lists and the user's standing instructions
-  the model missed are added verbatim by code (`local_verbatim`).
+- tables, code blocks, the assistant's lists, the user's standing instructions and
+  the hard constraints the user states (an allergy, a diet, an accessibility need) the
+  model missed are added by code (`local_verbatim`).
 Long conversations are split into windows of whole turns, one generation each; a
 greedy loop is cut at its first repeated fact; an empty answer to turns that say
 something substantive is asked again, for at least one fact.
@@ -69,8 +70,10 @@ from jennah.adapters.models.local_turns import (
     undated,
 )
 from jennah.adapters.models.local_verbatim import (
+    constraint_candidates,
     instruction_candidates,
     list_candidates,
+    says_the_same,
     structure_candidates,
 )
 from jennah.domain.formation import CandidateKind, ExtractedCandidate, Structure
@@ -379,6 +382,10 @@ def candidates(
         if not any(len(stems & other) * 2 >= len(stems) for other in seen):
             seen.append(stems)
             found.append(instruction)
+    for constraint in constraint_candidates(turns, clock):
+        if not any(says_the_same(other, constraint) for other in seen):
+            seen.append(stems_of(constraint.text))
+            found.append(constraint)
     return found + kept
 
 

@@ -5,7 +5,14 @@ What a 1.5B model summarises into nothing or rewrites loosely is better copied:
   it is a traceback or a log (`preservesStructure` then holds);
 - a list of three items or more in an assistant's turn (a plan, an itinerary);
 - a user's standing instruction ("Please always reply in Spanish from now on", "Never
-  ..."), as the user's directive: "The user wants the assistant to always reply ...".
+  ..."), as the user's directive: "The user wants the assistant to always reply ...";
+- a hard constraint the user states, often in passing or inside a request ("Bear in
+  mind my son Ben is lactose intolerant", "... because of my shellfish allergy", "we
+  keep kosher at home"): the clause naming an allergy, an intolerance, coeliac disease,
+  a religious or other diet or an accessibility need, in the third person ("The user's
+  son Ben is lactose intolerant", "The user has a shellfish allergy"). The brief must
+  carry every hard constraint (design §13), and a small model skips what is not the
+  point of its turn.
 """
 
 from __future__ import annotations
@@ -22,6 +29,7 @@ from jennah.adapters.models.local_turns import (
     USER,
     Turn,
     as_sentence,
+    stems_of,
 )
 from jennah.domain.formation import CandidateKind, ExtractedCandidate, Structure, StructureKind
 
@@ -164,3 +172,121 @@ def _lead_in(content: str, text: str) -> str:
     before = content[: content.index(text)].rstrip().split("\n")
     line = before[-1].strip() if before else ""
     return "" if line.startswith(("|", "```", "~~~")) else line
+
+
+# A hard constraint's words: an allergy, an intolerance, coeliac disease, a diet, an
+# accessibility need.
+_SAFETY = re.compile(
+    r"\b(?:allergic|allerg(?:y|ies)|intoleran(?:t|ce)|coeliac|celiac|anaphyla\w*|epi-?pens?|"
+    r"halal|kosher|vegan|vegetarian|pescatarian|gluten[- ]free|dairy[- ]free|nut[- ]free|"
+    r"wheelchair|step[- ]free)\b",
+    re.IGNORECASE,
+)
+_CLAUSE_BREAK = re.compile(r"[,;:\u2013\u2014]|\b(?:and|but|so)\b", re.IGNORECASE)
+# Words that may lead a clause before its subject: "Bear in mind my son ...".
+_LEAD = re.compile(
+    r"^(?:(?:yes|oh|also|and|so|but|well|just|note|remember|bear in mind|heads up|fyi|"
+    r"for the record|by the way|btw|that)\b[\s,]*)*",
+    re.IGNORECASE,
+)
+# "my shellfish allergy", "my severe nut intolerance": said as the reason for something.
+_MY_ALLERGY = re.compile(
+    r"\bmy ((?:[\w-]+ ){0,2}?)(allergy|allergies|intolerance)\b", re.IGNORECASE
+)
+# Where the clause's own subject starts: the user, the household, or someone of theirs.
+_SUBJECT = re.compile(r"\b(?:I'm|I am|I've|I have|I|my|we|we're|we are|our)\b", re.IGNORECASE)
+_THIRD_PERSON = (
+    (r"\b(?:I'm|I am)\b", "the user is"),
+    (r"\b(?:I've|I have)\b", "the user has"),
+    (r"\bI\b", "the user"),
+    (r"\bmy\b", "the user's"),
+    (r"\bme\b", "the user"),
+    (r"\b(?:we're|we are)\b", "the user and their family are"),
+    (r"\bwe\b", "the user and their family"),
+    (r"\bour\b", "the family's"),
+)
+
+
+def constraint_candidates(turns: Sequence[Turn], clock: datetime) -> list[ExtractedCandidate]:
+    """A user's clause stating a hard constraint (see the module doc), in the third
+    person; the clause, as the user wrote it, is its quote."""
+    found: list[ExtractedCandidate] = []
+    for turn in turns:
+        if turn.role != USER:
+            continue
+        for sentence in (s.strip() for s in SENTENCE.findall(turn.visible)):
+            if sentence.endswith("?"):
+                continue
+            for clause in (c.strip() for c in _CLAUSE_BREAK.split(sentence) if c.strip()):
+                text = _constraint(clause)
+                if text is not None:
+                    found.append(
+                        ExtractedCandidate(
+                            kind=CandidateKind.FACT,
+                            text=resolve(text, clock),
+                            memory_type="fact",
+                            turns=[turn.index],
+                            quote=clause,
+                        )
+                    )
+    return found
+
+
+def _constraint(clause: str) -> str | None:
+    if _SAFETY.search(clause) is None:
+        return None
+    mine = _MY_ALLERGY.search(clause)
+    if mine is not None:
+        return as_sentence(f"The user has a {mine[1]}{mine[2].lower()}")
+    lead = _LEAD.match(clause)
+    rest = clause[lead.end() if lead else 0 :]
+    if _SUBJECT.match(rest) is None:
+        return None
+    first = re.match(
+        r"I\s+(?P<adverb>(?:only|also|never|always|still|now|just|usually)\s+)?"
+        r"(?P<verb>[a-z']+)\b",
+        rest,
+    )
+    if first is not None:  # "I only eat halal": "The user only eats halal"
+        verb = _third_person_verb(first["verb"])
+        rest = f"the user {first['adverb'] or ''}{verb}{rest[first.end() :]}"
+    for pattern, replacement in _THIRD_PERSON:
+        rest = re.sub(pattern, replacement, rest, flags=re.IGNORECASE)
+    return as_sentence(rest[0].upper() + rest[1:])
+
+
+_MODALS = frozenset({"can", "can't", "cannot", "will", "won't", "would", "should", "must",
+                     "may", "might", "could", "am", "was", "had", "did", "didn't"})  # fmt: skip
+_IRREGULAR = {"have": "has", "do": "does", "don't": "doesn't", "am": "is", "go": "goes"}
+
+
+def _third_person_verb(verb: str) -> str:
+    """A verb after "I" as it is after "the user": "eat" eats, "carry" carries."""
+    lower = verb.lower()
+    if lower in _MODALS:
+        return verb
+    if lower in _IRREGULAR:
+        return _IRREGULAR[lower]
+    if re.search(r"[^aeiou]y$", lower):
+        return verb[:-1] + "ies"
+    if re.search(r"(?:s|sh|ch|x|o)$", lower):
+        return verb + "es"
+    return verb + "s"
+
+
+# Constraint words that need an object to say which constraint ("allergic to ...").
+_NEEDS_OBJECT = stems_of("allergic allergy allergies intolerant intolerance")
+
+
+def says_the_same(found: set[str], constraint: ExtractedCandidate) -> bool:
+    """A fact already kept states the constraint: it shares half its words, or a diet or
+    need it names ("vegetarian", "halal", "wheelchair"), or its allergy or intolerance
+    word and another ("allergic" and "shellfish")."""
+    stems = stems_of(constraint.text)
+    safety = stems_of(" ".join(m[0] for m in _SAFETY.finditer(constraint.text)))
+    shared = safety & found
+    return (
+        len(stems & found) * 2 >= len(stems)
+        or bool(shared - _NEEDS_OBJECT)
+        or (bool(shared) and len(stems & found - safety) >= 1)
+    )

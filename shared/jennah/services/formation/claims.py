@@ -17,7 +17,8 @@ the extraction schema); what it proposes is checked, what it leaves out is decid
   "remember ..."; user_stated when a user turn it cites states it; inferred otherwise
   (the assistant said it, or no user turn supports it).
 - strength: hard for a directive or constraint worded as a rule ("always", "never",
-  "must", "allergic", "cannot"), or when the model says hard; soft otherwise. The
+  "must", "cannot") or naming an allergy, an intolerance or coeliac disease (a safety
+  rule, design §13), or when the model says hard; soft otherwise. The
   checks (`checks`) downgrade what is not cited from a user turn.
 - confidence: the model's (clamped to 0..1), else by authority (CONFIDENCE).
 - validUntil: the model's absolute instant when it is after the clock; else the end
@@ -36,8 +37,15 @@ the extraction schema); what it proposes is checked, what it leaves out is decid
   term ("this summer", "this season", "this term"), durable otherwise.
 - sensitivity: by code, from the words: health (a doctor, a diagnosis, medication,
   pregnancy ...), finances (salary, debt, a mortgage, savings ...), minors (a son, a
-  daughter, a child ...), in that order; normal otherwise. Allergies and diets are
-  NOT tagged health: they are constraints the agent must see in its brief.
+  daughter, a child ...), in that order; normal otherwise. A rule (a directive or a
+  constraint) is a hard constraint the brief must carry (design §13: "every hard
+  constraint does"; §11: "dietary needs recorded in memory shape the query"), while a
+  sensitive claim never shows in it (§10). So a rule is health only when it names a
+  condition or a treatment (a diagnosis, medication, pregnancy ...), finances as any
+  claim is, and never minors: who a safety rule protects (a child's allergy) or where
+  care happens (a dentist, a clinic) does not keep it from the agent. Allergies,
+  intolerances, coeliac disease, diets and accessibility needs are what a constraint is
+  about, never a health topic, for any type.
 """
 
 from __future__ import annotations
@@ -72,7 +80,8 @@ WHEN_TO_USE: dict[MemoryType, str] = {
 _CONSTRAINT = re.compile(
     r"\b(?:allergic|allerg(?:y|ies)|intoleran\w*|(?:cannot|can't|can not|must not|mustn't)"
     r" (?:eat|have|drink|take|use|walk|drive|fly)|vegetarian|vegan|halal|kosher|"
-    r"gluten[- ]free|dairy[- ]free|wheelchair|(?:does not|doesn't|no longer) (?:eat|drink)s?|"
+    r"gluten[- ]free|dairy[- ]free|nut[- ]free|coeliac|celiac|pescatarian|epi-?pens?|"
+    r"anaphyla\w*|wheelchair|step[- ]free|(?:does not|doesn't|no longer) (?:eat|drink)s?|"
     r"budget (?:of|is)|no more than|at most)\b",
     re.IGNORECASE,
 )
@@ -89,7 +98,8 @@ _IDENTITY = re.compile(
 _BY_ASSISTANT = re.compile(r"^the assistant\b", re.IGNORECASE)
 _RULE_WORDS = re.compile(
     r"\b(?:always|never|must|mustn't|must not|do not|don't|under no circumstances|"
-    r"at all times|without exception|not allowed|allergic|cannot|can't|only ever)\b",
+    r"at all times|without exception|not allowed|allergic|allerg(?:y|ies)|intoleran\w*|"
+    r"coeliac|celiac|anaphyla\w*|epi-?pens?|cannot|can't|only ever)\b",
     re.IGNORECASE,
 )
 # An explicit instruction or request to remember, as the user worded it.
@@ -133,13 +143,21 @@ _EVENT = re.compile(
     r"visiting|visit|arrives?|arriving|leaves|leaving|trip|ceremony|wedding|funeral)\b",
     re.IGNORECASE,
 )
-_HEALTH = re.compile(
-    r"\b(?:doctors?|gp|dentist|dental|hospital|clinic|surgery|operation|diagnos\w*|diabet\w*|"
+# Health words: a condition or a treatment (what a rule may not show either), and where
+# or from whom care comes (only a statement is sensitive for these).
+_CONDITION = re.compile(
+    r"\b(?:diagnos\w*|diabet\w*|"
     r"asthma|cancer|tumou?r|therap(?:y|ist)|counsell?\w*|medications?|medicine|prescri\w*|"
-    r"pregnan\w*|illness|disease|depress\w*|anxiety|adhd|autism|migraines?|blood pressure|"
-    r"physio\w*|injur\w*|vaccin\w*|mental health|insulin|chemo\w*|appointment with dr)\b",
+    r"pregnan\w*|illness|(?<!coeliac )(?<!celiac )disease|depress\w*|anxiety|adhd|autism|"
+    r"migraines?|blood pressure|"
+    r"physio\w*|injur\w*|vaccin\w*|mental health|insulin|chemo\w*)\b",
     re.IGNORECASE,
 )
+_CARE = re.compile(
+    r"\b(?:doctors?|gp|dentist|dental|hospital|clinic|surgery|operation|appointment with dr)\b",
+    re.IGNORECASE,
+)
+RULE_TYPES = frozenset({MemoryType.DIRECTIVE, MemoryType.CONSTRAINT})
 _FINANCES = re.compile(
     r"\b(?:salary|salaries|income|debts?|loans?|mortgage|bank account|savings|invest\w*|"
     r"pension|tax(?:es)?|credit card|overdraft|paycheck|pay rise|bonus|net worth|budget)\b",
@@ -239,7 +257,7 @@ def assess(
         confidence=_confidence(extracted, authority, cited),
         durability=_durability(extracted, valid_until),
         valid_until=valid_until,
-        sensitivity=sensitivity_of(text),
+        sensitivity=sensitivity_of(text, memory_type),
     )
 
 
@@ -332,13 +350,16 @@ def end_of_day(day: date, zone: ZoneInfo) -> datetime:
     return datetime.combine(day + timedelta(days=1), time(0), tzinfo=zone)
 
 
-def sensitivity_of(text: str) -> Sensitivity:
-    for pattern, sensitivity in (
-        (_HEALTH, Sensitivity.HEALTH),
-        (_FINANCES, Sensitivity.FINANCES),
-        (_MINORS, Sensitivity.MINORS),
+def sensitivity_of(text: str, memory_type: MemoryType | None = None) -> Sensitivity:
+    """The sensitivity of a claim's words (see the module doc): a rule (directive or
+    constraint) is health only for a condition or treatment it names, and never minors."""
+    rule = memory_type in RULE_TYPES
+    for patterns, sensitivity in (
+        ((_CONDITION,) if rule else (_CONDITION, _CARE), Sensitivity.HEALTH),
+        ((_FINANCES,), Sensitivity.FINANCES),
+        (() if rule else (_MINORS,), Sensitivity.MINORS),
     ):
-        if pattern.search(text):
+        if any(pattern.search(text) for pattern in patterns):
             return sensitivity
     return Sensitivity.NORMAL
 
