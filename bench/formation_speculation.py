@@ -18,10 +18,19 @@ import time
 from formation_speed import PRIYA, extract_prompt
 from jennah.adapters.models import local_extraction
 from jennah.adapters.models.local import LocalModel
-from jennah.adapters.models.local_runner import LlamaRunner
+from jennah.adapters.models.local_runner import LlamaRunner, chatml
 from jennah.adapters.models.local_weights import QWEN_CODER_0_5B, QWEN_CODER_1_5B, ensure_gguf
 from jennah.ports.prompts import EXTRACTION_SCHEMA
 from jennah.settings import Settings
+
+
+def forget_the_prompt(*runners: LlamaRunner) -> None:
+    """Keep only the cached prefix, as a formation's new conversation would."""
+    prefix = chatml(local_extraction.SYSTEM, local_extraction.shots(), "")[0]
+    for runner in runners:
+        keep = len(runner._tokenize(prefix))
+        runner._ctx.memory_seq_rm(0, keep, -1)
+        del runner._cached[keep:]
 
 
 def main() -> None:
@@ -47,6 +56,7 @@ def main() -> None:
     for i in range(args.runs):
         for way in ("plain", "speculative") if i % 2 == 0 else ("speculative", "plain"):
             runner.draft = draft if way == "speculative" else None
+            forget_the_prompt(runner, draft)
             runner.timings.clear()
             load = os.getloadavg()[0]
             cpu, wall = time.process_time(), time.perf_counter()
