@@ -237,7 +237,9 @@ class LlamaRunner:
         try:
             generation = self._sample(grammar, tokens, max_tokens, should_stop, finish, stats)
         finally:
-            self._set_generation_threads(self.n_threads)
+            for runner in (self, self.draft):
+                if runner is not None:
+                    runner._ctx.set_n_threads(runner.n_threads, runner.n_threads)
         timing = Timing(
             prefixed - started,
             decoded,
@@ -252,9 +254,11 @@ class LlamaRunner:
         return generation
 
     def _set_generation_threads(self, threads: int) -> None:
+        """Generation's batches (speculation's checks, the draft's catching up) run on
+        generation's threads too; the prompt's on every thread."""
         for runner in (self, self.draft):
             if runner is not None:
-                runner._ctx.set_n_threads(threads, runner.n_threads)
+                runner._ctx.set_n_threads(threads, threads)
 
     def generation_threads(self) -> int:
         """Every thread, or one when the machine is busier than its cores (see above)."""
