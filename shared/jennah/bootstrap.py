@@ -466,6 +466,7 @@ def build_model(settings: Settings) -> LanguageModel:
             settings.model_cache_dir,
             threads=settings.local_model_threads,
             draft_tokens=settings.local_model_draft_tokens if settings.local_model_draft else 0,
+            grammar_check=settings.local_model_grammar_check,
         )
     if settings.formation_model == "vertex":
         from jennah.adapters.models.vertex import VertexModel

@@ -42,6 +42,9 @@ class Settings(BaseSettings):
     # CPU cores it measured 8-21 % slower) and the tokens it drafts per target forward
     local_model_draft: bool = False
     local_model_draft_tokens: int = Field(default=5, ge=1, le=8)
+    # each pick checks the plain greedy token against the grammar and masks the whole
+    # vocabulary only when it is not allowed (same answers; off: every pick masks)
+    local_model_grammar_check: bool = True
 
     # Cloud Spanner (SPANNER_EMULATOR_HOST switches the client to the emulator)
     spanner_project: str = "jennah-local"

@@ -186,3 +186,18 @@ def test_without_the_draft_weights_the_answers_come_without_speculation(
     monkeypatch.setattr("jennah.adapters.models.local.ensure_gguf", fake_ensure)
     runner = LocalModel(tmp_path, draft_tokens=3)._loaded_runner()
     assert isinstance(runner, LlamaRunner) and runner.draft is None
+
+
+def test_the_grammar_check_is_on_by_default_and_settings_turn_it_off(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def fake_ensure(cache_dir: Path, weights: Weights = local_weights.QWEN_CODER_1_5B) -> Path:
+        return cache_dir / weights.file_name
+
+    monkeypatch.setattr("jennah.adapters.models.local.ensure_gguf", fake_ensure)
+    for setting, checked in ((None, True), (False, False)):
+        options = {} if setting is None else {"local_model_grammar_check": setting}
+        model = build_model(Settings(formation_model="local", model_cache_dir=tmp_path, **options))
+        assert isinstance(model, LocalModel)
+        runner = model._loaded_runner()
+        assert isinstance(runner, LlamaRunner) and runner.grammar_check is checked

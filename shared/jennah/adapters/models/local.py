@@ -63,7 +63,8 @@ log = logging.getLogger(__name__)
 
 class LocalModel:
     """The LanguageModel port on a local GGUF model. `runner` replaces llama.cpp (tests);
-    `draft_tokens` > 0 decodes speculatively with the 0.5B model as the draft."""
+    `draft_tokens` > 0 decodes speculatively with the 0.5B model as the draft;
+    `grammar_check` picks by checking the plain greedy token against the grammar first."""
 
     name: str = NAME
     region: str = REGION
@@ -74,12 +75,14 @@ class LocalModel:
         *,
         threads: int = 0,
         draft_tokens: int = 0,
+        grammar_check: bool = True,
         runner: Runner | None = None,
         monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
         self._cache_dir = cache_dir
         self._threads = threads
         self._draft_tokens = draft_tokens  # 0: no speculative decoding
+        self._grammar_check = grammar_check
         self._runner = runner
         self._monotonic = monotonic
         self._lock = threading.Lock()
@@ -128,6 +131,7 @@ class LocalModel:
                 n_threads=self._threads,
                 draft=self._draft_runner(),
                 draft_tokens=max(1, self._draft_tokens),
+                grammar_check=self._grammar_check,
             )
         return self._runner
 

@@ -7,6 +7,9 @@
   call decodes only its own suffix.
 - Greedy decoding constrained by a GBNF grammar made from a JSON schema, whose
   whitespace rule allows at most one blank (small models otherwise pad with spaces).
+  Each pick checks the plain greedy token against the grammar first and masks the
+  whole vocabulary only when that token is not allowed (`local_grammar`; same tokens,
+  ~1 ms a token instead of ~40 on 2 cores); `grammar_check=False` always masks.
 - Optionally speculative (`local_speculation`): a draft runner (a smaller model with
   the same tokenizer) proposes `draft_tokens` tokens, the model checks them in one
   batch; the answer is the same, token for token.
@@ -36,9 +39,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from jennah.adapters.models import local_grammar
 from jennah.adapters.models import local_speculation as speculation
 
 DECODE_CHUNK = 64  # prompt tokens decoded between two `should_stop` checks
+NORMAL = 4  # llama.cpp's LLAMA_TOKEN_ATTR_NORMAL
 
 log = logging.getLogger(__name__)
 
@@ -55,12 +60,15 @@ class Timing:
     generation_seconds: float
     generation_threads: int
     speculation: speculation.Stats | None = None  # with a draft model
+    plain_picks: int = 0  # the target's picks whose plain greedy token the grammar allowed
+    masked_picks: int = 0  # the target's picks that masked the whole vocabulary
 
     def summary(self) -> str:
         text = (
             f"prefix {self.prefix_seconds:.2f} s, suffix {self.suffix_tokens} tokens in "
             f"{self.suffix_seconds:.2f} s, generated {self.generated_tokens} tokens in "
-            f"{self.generation_seconds:.2f} s on {self.generation_threads} thread(s)"
+            f"{self.generation_seconds:.2f} s on {self.generation_threads} thread(s); "
+            f"picks: {self.plain_picks} checked, {self.masked_picks} masked"
         )
         stats = self.speculation
         if stats is not None and stats.forwards:
@@ -155,8 +163,10 @@ class LlamaRunner:
         load_average: Callable[[], float] = lambda: os.getloadavg()[0],
         draft: LlamaRunner | None = None,
         draft_tokens: int = 4,
+        grammar_check: bool = True,
     ) -> None:
         self.model_path = model_path
+        self.grammar_check = grammar_check
         self.draft = draft
         self.draft_tokens = draft_tokens
         self.n_ctx = n_ctx
@@ -166,6 +176,8 @@ class LlamaRunner:
         self._cached: list[int] = []  # the tokens whose KV sequence 0 holds, in order
         self._prefixes: dict[str, tuple[list[int], bytes]] = {}
         self._grammars: dict[str, str] = {}
+        self._matchers: dict[str, local_grammar.Matcher] = {}
+        self._pieces: dict[int, str | None] = {}
         self.timings: list[Timing] = []  # one per finished generation (the caller may clear it)
 
     def load(self) -> None:
@@ -191,6 +203,8 @@ class LlamaRunner:
         self._ctx = llama_cpp.LlamaContext(self._model, context_params)
         self._ctx.set_n_threads(self.n_threads, self.n_threads)
         self._llama = llama_cpp
+        self._plain = llama_cpp.LlamaSampler(llama_cpp.LlamaSamplerChainParams())
+        self._plain.add_greedy()
         self._loaded = True
         if self.draft is not None:
             self.draft.load()
@@ -234,8 +248,9 @@ class LlamaRunner:
         threads = self.generation_threads()
         stats = speculation.Stats()
         self._set_generation_threads(threads)
+        checked = self._checked_grammar(grammar)
         try:
-            generation = self._sample(grammar, tokens, max_tokens, should_stop, finish, stats)
+            generation = self._sample(checked, tokens, max_tokens, should_stop, finish, stats)
         finally:
             for runner in (self, self.draft):
                 if runner is not None:
@@ -248,6 +263,8 @@ class LlamaRunner:
             time.perf_counter() - prompted,
             threads,
             stats if self.draft is not None else None,
+            checked.kept,
+            checked.masked,
         )
         self.timings.append(timing)
         log.debug("local model generation: %s", timing.summary())
@@ -269,6 +286,28 @@ class LlamaRunner:
         if key not in self._grammars:
             self._grammars[key] = schema_to_gbnf(schema)
         return self._grammars[key]
+
+    def _checked_grammar(self, grammar: str) -> local_grammar.CheckedGrammar:
+        """The grammar's state at the start of a generation (llama.cpp's and ours)."""
+        llama = self._llama
+        sampler = llama.LlamaSampler(llama.LlamaSamplerChainParams())
+        sampler.add_grammar(self._vocab, grammar, "root")
+        sampler.add_greedy()
+        if grammar not in self._matchers:
+            self._matchers[grammar] = local_grammar.Matcher(local_grammar.parse(grammar))
+        matcher = self._matchers[grammar]
+        check = local_grammar.Check(matcher, matcher.start)
+        return local_grammar.CheckedGrammar(
+            sampler, self._plain, self._piece, check, self.grammar_check
+        )
+
+    def _piece(self, token: int) -> str | None:
+        """A token's text as llama.cpp's grammar reads it; None for tokens it treats
+        apart (end of generation, control, user-defined, unused)."""
+        if token not in self._pieces:
+            normal = self._vocab.get_attr(token) == NORMAL and not self._vocab.is_eog(token)
+            self._pieces[token] = self._vocab.token_to_piece(token, 0, True) if normal else None
+        return self._pieces[token]
 
     def _tokenize(self, text: str) -> list[int]:
         return list(self._vocab.tokenize(text, add_special=False, parse_special=True))
@@ -320,7 +359,7 @@ class LlamaRunner:
 
     def _sample(
         self,
-        grammar: str,
+        grammar: local_grammar.CheckedGrammar,
         prompt: list[int],
         max_tokens: int,
         should_stop: Callable[[], bool],
@@ -328,19 +367,15 @@ class LlamaRunner:
         stats: speculation.Stats,
     ) -> Generation:
         """Greedy decoding under the grammar: speculative with a draft model, else plain."""
-        llama = self._llama
-        sampler = llama.LlamaSampler(llama.LlamaSamplerChainParams())
-        sampler.add_grammar(self._vocab, grammar, "root")
-        sampler.add_greedy()
         answer = speculation.Answer(max_tokens, self._vocab.is_eog, self._text, finish)
         target = _Side(self)
         try:
             if self.draft is None:
-                speculation.greedy(target, sampler, answer, should_stop)
+                speculation.greedy(target, grammar, answer, should_stop)
             else:
                 drafter = speculation.DraftModel(_Side(self.draft), prompt, self._vocab.is_eog)
                 speculation.speculative(
-                    target, drafter, sampler, answer, should_stop, self.draft_tokens, stats
+                    target, drafter, grammar, answer, should_stop, self.draft_tokens, stats
                 )
         except speculation.Stopped as stopped:
             raise Stopped(len(prompt), stopped.generated) from None
@@ -380,5 +415,5 @@ class _Side:
             del runner._cached[length:]
 
     def pick(self, row: int, grammar: Any) -> int:
-        token: int = grammar.sample(self._runner._ctx, row)
+        token: int = grammar.pick(self._runner._ctx, row)
         return token
