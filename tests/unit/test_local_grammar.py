@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from jennah.adapters.models import local_reconciliation as reconciliation
 from jennah.adapters.models.local_grammar import (
     Check,
     CheckedGrammar,
@@ -77,6 +78,13 @@ def test_the_extraction_grammar_is_read_and_checked() -> None:
     assert not start.allows('{"candidates": [{"kind": "CANDIDATE_KIND_OTHER"')
     assert not start.allows('{"candidates": [{"text": "x"')  # kind comes first
     assert start.allows('{"candidates": []}')
+
+
+def test_the_reconciliation_grammar_is_read_and_checked() -> None:
+    start = check(schema_to_gbnf(reconciliation.SCHEMA))
+    assert start.allows('{"same_meaning": true, "contradicts": false}')
+    assert not start.allows('{"same_meaning": maybe')
+    assert not start.allows('{"contradicts"')  # same_meaning comes first
 
 
 def test_unsure_pieces_are_never_allowed_by_the_check() -> None:
