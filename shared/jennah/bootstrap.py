@@ -472,7 +472,12 @@ def build_model(settings: Settings) -> LanguageModel:
     if settings.formation_model == "local":
         from jennah.adapters.models.local import LocalModel
 
-        return LocalModel(settings.model_cache_dir, threads=settings.local_model_threads)
+        return LocalModel(
+            settings.model_cache_dir,
+            threads=settings.local_model_threads,
+            draft_tokens=settings.local_model_draft_tokens if settings.local_model_draft else 0,
+            grammar_check=settings.local_model_grammar_check,
+        )
     if settings.formation_model == "vertex":
         from jennah.adapters.models.vertex import VertexModel
 

@@ -10,6 +10,7 @@ import pytest
 
 from jennah.adapters.models import local_weights
 from jennah.adapters.models.local import LocalModel
+from jennah.adapters.models.local_runner import LlamaRunner
 from jennah.adapters.models.local_weights import Weights, ensure_gguf
 from jennah.bootstrap import build_model, model_call_deadline
 from jennah.cli.serve import formation_model
@@ -143,3 +144,60 @@ def test_serve_falls_back_to_rules_and_says_why(monkeypatch: pytest.MonkeyPatch)
             "formations use the rules model (run scripts/bootstrap to install the local model)"
         )
     assert formation_model(Settings(), "vertex") == (Settings(formation_model="vertex"), None)
+
+
+def test_speculative_decoding_is_asked_for_by_settings_and_uses_the_draft_weights(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    made: list[Weights] = []
+
+    def fake_ensure(cache_dir: Path, weights: Weights = local_weights.QWEN_CODER_1_5B) -> Path:
+        made.append(weights)
+        return cache_dir / weights.file_name
+
+    monkeypatch.setattr("jennah.adapters.models.local.ensure_gguf", fake_ensure)
+    settings = Settings(
+        formation_model="local",
+        model_cache_dir=tmp_path,
+        local_model_draft=True,
+        local_model_draft_tokens=5,
+    )
+    model = build_model(settings)
+    assert isinstance(model, LocalModel)
+    runner = model._loaded_runner()  # paths only: nothing is loaded
+    assert made == [local_weights.QWEN_CODER_1_5B, local_weights.QWEN_CODER_0_5B]
+    assert isinstance(runner, LlamaRunner) and runner.draft is not None
+    assert runner.draft.model_path == tmp_path / local_weights.QWEN_CODER_0_5B.file_name
+    assert runner.draft_tokens == 5
+    plain = build_model(Settings(formation_model="local", model_cache_dir=tmp_path))
+    assert isinstance(plain, LocalModel)
+    plain_runner = plain._loaded_runner()
+    assert isinstance(plain_runner, LlamaRunner) and plain_runner.draft is None
+
+
+def test_without_the_draft_weights_the_answers_come_without_speculation(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def fake_ensure(cache_dir: Path, weights: Weights = local_weights.QWEN_CODER_1_5B) -> Path:
+        if weights is local_weights.QWEN_CODER_0_5B:
+            raise FailedPrecondition("absent", reason="LOCAL_MODEL_NOT_INSTALLED")
+        return cache_dir / weights.file_name
+
+    monkeypatch.setattr("jennah.adapters.models.local.ensure_gguf", fake_ensure)
+    runner = LocalModel(tmp_path, draft_tokens=3)._loaded_runner()
+    assert isinstance(runner, LlamaRunner) and runner.draft is None
+
+
+def test_the_grammar_check_is_on_by_default_and_settings_turn_it_off(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def fake_ensure(cache_dir: Path, weights: Weights = local_weights.QWEN_CODER_1_5B) -> Path:
+        return cache_dir / weights.file_name
+
+    monkeypatch.setattr("jennah.adapters.models.local.ensure_gguf", fake_ensure)
+    for setting, checked in ((None, True), (False, False)):
+        options = {} if setting is None else {"local_model_grammar_check": setting}
+        model = build_model(Settings(formation_model="local", model_cache_dir=tmp_path, **options))
+        assert isinstance(model, LocalModel)
+        runner = model._loaded_runner()
+        assert isinstance(runner, LlamaRunner) and runner.grammar_check is checked

