@@ -18,7 +18,7 @@ What a 1.5B model summarises into nothing or rewrites loosely is better copied:
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from datetime import datetime
 
 from jennah.adapters.models.local_dates import resolve
@@ -110,22 +110,27 @@ def instruction_candidates(turns: Sequence[Turn], clock: datetime) -> list[Extra
     always reply in Spanish from now on", "Never book meetings before 10am"), as a
     directive: "The user wants the assistant to always reply in Spanish from now on"."""
     found: list[ExtractedCandidate] = []
-    for turn in turns:
-        if turn.role != USER:
-            continue
-        for sentence in (s.strip() for s in SENTENCE.findall(turn.visible)):
-            text = _instruction(sentence)
-            if text is not None:
-                found.append(
-                    ExtractedCandidate(
-                        kind=CandidateKind.FACT,
-                        text=resolve(text, clock),
-                        memory_type="directive",
-                        turns=[turn.index],
-                        quote=sentence,
-                    )
+    for turn, sentence in _user_sentences(turns):
+        text = _instruction(sentence)
+        if text is not None:
+            found.append(
+                ExtractedCandidate(
+                    kind=CandidateKind.FACT,
+                    text=resolve(text, clock),
+                    memory_type="directive",
+                    turns=[turn.index],
+                    quote=sentence,
                 )
+            )
     return found
+
+
+def _user_sentences(turns: Sequence[Turn]) -> Iterator[tuple[Turn, str]]:
+    """Every sentence of the user's turns, stripped, with its turn."""
+    for turn in turns:
+        if turn.role == USER:
+            for sentence in SENTENCE.findall(turn.visible):
+                yield turn, sentence.strip()
 
 
 _INSTRUCTION_START = re.compile(
@@ -211,24 +216,21 @@ def constraint_candidates(turns: Sequence[Turn], clock: datetime) -> list[Extrac
     """A user's clause stating a hard constraint (see the module doc), in the third
     person; the clause, as the user wrote it, is its quote."""
     found: list[ExtractedCandidate] = []
-    for turn in turns:
-        if turn.role != USER:
+    for turn, sentence in _user_sentences(turns):
+        if sentence.endswith("?"):
             continue
-        for sentence in (s.strip() for s in SENTENCE.findall(turn.visible)):
-            if sentence.endswith("?"):
-                continue
-            for clause in (c.strip() for c in _CLAUSE_BREAK.split(sentence) if c.strip()):
-                text = _constraint(clause)
-                if text is not None:
-                    found.append(
-                        ExtractedCandidate(
-                            kind=CandidateKind.FACT,
-                            text=resolve(text, clock),
-                            memory_type="fact",
-                            turns=[turn.index],
-                            quote=clause,
-                        )
+        for clause in (c.strip() for c in _CLAUSE_BREAK.split(sentence) if c.strip()):
+            text = _constraint(clause)
+            if text is not None:
+                found.append(
+                    ExtractedCandidate(
+                        kind=CandidateKind.FACT,
+                        text=resolve(text, clock),
+                        memory_type="fact",
+                        turns=[turn.index],
+                        quote=clause,
                     )
+                )
     return found
 
 
