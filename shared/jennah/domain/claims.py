@@ -30,6 +30,13 @@ MAX_RELATED = 32  # memory ids, each an identifier
 MAX_EXTENSIONS = rules.MAX_METADATA_KEYS
 MAX_EXTENSION_VALUE_LENGTH = rules.MAX_METADATA_VALUE_LENGTH
 
+# The words that make a constraint a safety rule (design §13): a condition the body
+# reacts to. One list, read by the formation's claim fields (a rule worded with them
+# is hard) and by the local model's verbatim constraint finder. A regex alternation.
+SAFETY_CONDITION_WORDS = (
+    r"allergic|allerg(?:y|ies)|intoleran\w*|coeliac|celiac|anaphyla\w*|epi-?pens?"
+)
+
 # The statuses a direct write (memory:commit) may give a new claim. `expired` is reached
 # when validUntil arrives (the lifecycle pass closes the validity window) and
 # `superseded` through a supersession, so neither is written by hand.

@@ -31,6 +31,7 @@ from jennah.adapters.models.local_turns import (
     as_sentence,
     stems_of,
 )
+from jennah.domain.claims import SAFETY_CONDITION_WORDS
 from jennah.domain.formation import CandidateKind, ExtractedCandidate, Structure, StructureKind
 
 _TRACE = re.compile(
@@ -182,7 +183,7 @@ def _lead_in(content: str, text: str) -> str:
 # A hard constraint's words: an allergy, an intolerance, coeliac disease, a diet, an
 # accessibility need.
 _SAFETY = re.compile(
-    r"\b(?:allergic|allerg(?:y|ies)|intoleran(?:t|ce)|coeliac|celiac|anaphyla\w*|epi-?pens?|"
+    rf"\b(?:{SAFETY_CONDITION_WORDS}|"
     r"halal|kosher|vegan|vegetarian|pescatarian|gluten[- ]free|dairy[- ]free|nut[- ]free|"
     r"wheelchair|step[- ]free)\b",
     re.IGNORECASE,

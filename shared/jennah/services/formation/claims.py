@@ -98,8 +98,8 @@ _IDENTITY = re.compile(
 _BY_ASSISTANT = re.compile(r"^the assistant\b", re.IGNORECASE)
 _RULE_WORDS = re.compile(
     r"\b(?:always|never|must|mustn't|must not|do not|don't|under no circumstances|"
-    r"at all times|without exception|not allowed|allergic|allerg(?:y|ies)|intoleran\w*|"
-    r"coeliac|celiac|anaphyla\w*|epi-?pens?|cannot|can't|only ever)\b",
+    r"at all times|without exception|not allowed|cannot|can't|only ever|"
+    rf"{claims.SAFETY_CONDITION_WORDS})\b",
     re.IGNORECASE,
 )
 # An explicit instruction or request to remember, as the user worded it.
