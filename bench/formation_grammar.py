@@ -14,17 +14,14 @@ for byte (they must).
 from __future__ import annotations
 
 import argparse
-import os
-import statistics
-import time
 
+from _extraction_ab import interleaved
 from formation_speculation import forget_the_prompt
 from formation_speed import PRIYA, REVISION, extract_prompt
 from jennah.adapters.models import local_extraction
 from jennah.adapters.models.local import LocalModel
 from jennah.adapters.models.local_runner import Generation, LlamaRunner
 from jennah.adapters.models.local_weights import QWEN_CODER_1_5B, ensure_gguf
-from jennah.ports.prompts import EXTRACTION_SCHEMA
 from jennah.settings import Settings
 
 WAYS = ("checked", "masked")
@@ -55,30 +52,16 @@ def main() -> None:
     runner.prime(local_extraction.SYSTEM, local_extraction.shots())
     model = LocalModel(cache, runner=runner)
     prompt = extract_prompt(REVISION if args.revision else PRIYA)
-    seconds: dict[str, list[tuple[float, float]]] = {way: [] for way in WAYS}
-    answers: dict[str, set[tuple[str, ...]]] = {way: set() for way in WAYS}
-    for i in range(args.runs):
-        for way in WAYS if i % 2 == 0 else WAYS[::-1]:
-            runner.grammar_check = way == "checked"
-            forget_the_prompt(runner)
-            runner.timings.clear()
-            runner.texts.clear()
-            load = os.getloadavg()[0]
-            cpu, wall = time.process_time(), time.perf_counter()
-            result = model.generate(prompt, EXTRACTION_SCHEMA, 8192, 3600.0)
-            wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
-            seconds[way].append((wall, cpu))
-            answers[way].add((result.text, *runner.texts))
-            timing = " | ".join(t.summary() for t in runner.timings)
-            print(f"{way} {i + 1}: wall {wall:.1f} s, cpu {cpu:.1f} s, load {load:.1f}; {timing}")
-    medians = {
-        way: (statistics.median(w for w, _ in runs), statistics.median(c for _, c in runs))
-        for way, runs in seconds.items()
-    }
-    for way, (wall, cpu) in medians.items():
-        print(f"{way}: wall p50 {wall:.1f} s, cpu p50 {cpu:.1f} s over {args.runs} runs")
-    checked, masked = medians["checked"], medians["masked"]
-    print(f"checked / masked: wall {checked[0] / masked[0]:.2f}, cpu {checked[1] / masked[1]:.2f}")
+
+    def switch(way: str) -> None:
+        runner.grammar_check = way == "checked"
+        forget_the_prompt(runner)
+        runner.texts.clear()
+
+    def answer(text: str) -> tuple[str, ...]:
+        return (text, *runner.texts)
+
+    _, answers = interleaved(model, runner, prompt, args.runs, WAYS, switch, answer)
     same = answers["checked"] == answers["masked"] and len(answers["checked"]) == 1
     print(f"same answer both ways, byte for byte (raw generations too): {same}")
 

@@ -11,16 +11,13 @@ medians and their ratio, and whether both ways gave the same answer (they must).
 from __future__ import annotations
 
 import argparse
-import os
-import statistics
-import time
 
+from _extraction_ab import interleaved
 from formation_speed import PRIYA, extract_prompt
 from jennah.adapters.models import local_extraction
 from jennah.adapters.models.local import LocalModel
 from jennah.adapters.models.local_runner import LlamaRunner, chatml
 from jennah.adapters.models.local_weights import QWEN_CODER_0_5B, QWEN_CODER_1_5B, ensure_gguf
-from jennah.ports.prompts import EXTRACTION_SCHEMA
 from jennah.settings import Settings
 
 
@@ -51,29 +48,13 @@ def main() -> None:
     runner.prime(local_extraction.SYSTEM, local_extraction.shots())
     model = LocalModel(cache, runner=runner)
     prompt = extract_prompt(PRIYA)
-    seconds: dict[str, list[tuple[float, float]]] = {"plain": [], "speculative": []}
-    answers: dict[str, set[str]] = {"plain": set(), "speculative": set()}
-    for i in range(args.runs):
-        for way in ("plain", "speculative") if i % 2 == 0 else ("speculative", "plain"):
-            runner.draft = draft if way == "speculative" else None
-            forget_the_prompt(runner, draft)
-            runner.timings.clear()
-            load = os.getloadavg()[0]
-            cpu, wall = time.process_time(), time.perf_counter()
-            result = model.generate(prompt, EXTRACTION_SCHEMA, 8192, 3600.0)
-            wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
-            seconds[way].append((wall, cpu))
-            answers[way].add(result.text)
-            timing = " | ".join(t.summary() for t in runner.timings)
-            print(f"{way} {i + 1}: wall {wall:.1f} s, cpu {cpu:.1f} s, load {load:.1f}; {timing}")
-    medians = {
-        way: (statistics.median(w for w, _ in runs), statistics.median(c for _, c in runs))
-        for way, runs in seconds.items()
-    }
-    for way, (wall, cpu) in medians.items():
-        print(f"{way}: wall p50 {wall:.1f} s, cpu p50 {cpu:.1f} s over {args.runs} runs")
-    plain, spec = medians["plain"], medians["speculative"]
-    print(f"speculative / plain: wall {spec[0] / plain[0]:.2f}, cpu {spec[1] / plain[1]:.2f}")
+
+    def switch(way: str) -> None:
+        runner.draft = draft if way == "speculative" else None
+        forget_the_prompt(runner, draft)
+
+    ways = ("speculative", "plain")
+    _, answers = interleaved(model, runner, prompt, args.runs, ways, switch, lambda text: text)
     same = answers["plain"] == answers["speculative"] and len(answers["plain"]) == 1
     print(f"same answer both ways: {same}")
 
