@@ -6,7 +6,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 import pytest
 import yaml
@@ -30,7 +30,7 @@ def test_the_set_is_large_and_every_split_covers_every_kind_of_case() -> None:
     assert len(loaded) >= 110
     sizes = {split: sum(c.split == split for c in loaded) for split in cases.SPLITS}
     assert sizes["tune"] == sizes["holdout"] >= 40 and sizes["holdout2"] >= 30
-    assert sizes["tune2"] >= 10
+    assert sizes["tune2"] >= 10 and sizes["holdout3"] >= 14
     for split in cases.COVERING_SPLITS:
         chosen = [c for c in loaded if c.split == split]
         for tag in cases.COVERAGE_TAGS:
@@ -38,6 +38,12 @@ def test_the_set_is_large_and_every_split_covers_every_kind_of_case() -> None:
     for tag in cases.COVERAGE_TAGS:
         assert sum(tag in c.tags for c in loaded) >= 3, f"fewer than 3 cases tagged {tag}"
     assert sum(c.empty for c in loaded) >= 3
+
+
+def test_every_split_is_one_the_schema_accepts_and_the_runner_offers() -> None:
+    assert get_args(cases.Case.model_fields["split"].annotation) == cases.SPLITS
+    held_out = cases.load_cases(cases.CASES_DIR, "*", "holdout3")
+    assert [c.id[:3] for c in held_out] == [str(n) for n in range(131, 145)]
 
 
 # A valid case to break one field at a time.
