@@ -130,6 +130,21 @@ def test_a_slow_call_is_deadline_exceeded_naming_the_bound_without_waiting(
     assert len(standin.requests) == 1  # not retried
 
 
+def test_a_slow_answer_left_behind_does_not_take_the_next_answer(
+    vertex: VertexModel, standin: VertexStandIn
+) -> None:
+    # The stand-in's own rule, which this file's tests lean on: a request the client gave
+    # up on ends at the next reset, and never answers from the model set after it.
+    _generate(vertex)
+    standin.reset()
+    standin.slow_next(3.0)
+    with pytest.raises(DeadlineExceeded):
+        _generate(vertex, deadline=0.5)
+    standin.reset(ScriptedModel([ModelResult(text='{"candidates": []}', input_tokens=3)]))
+    assert standin.wait_idle(timeout=30.0)
+    assert _generate(vertex).text == '{"candidates": []}'
+
+
 def test_vertex_ending_the_call_at_its_server_timeout_is_deadline_exceeded(
     vertex: VertexModel, standin: VertexStandIn
 ) -> None:

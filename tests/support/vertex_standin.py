@@ -89,7 +89,11 @@ class VertexStandIn:
     embedding_dimensions: int | None = None  # answer this size whatever was asked
     requests: list[Recorded] = field(default_factory=list, init=False)
     _faults: deque[_Fault] = field(default_factory=deque, init=False)
-    _stopping: threading.Event = field(default_factory=threading.Event, init=False)
+    # Set by the next reset (and by stop): a slow answer still sleeping from an earlier
+    # test ends then, unanswered, instead of waking later and taking the next test's model.
+    _reset: threading.Event = field(default_factory=threading.Event, init=False)
+    _answering: int = field(default=0, init=False)  # requests being answered now
+    _idle: threading.Condition = field(default_factory=threading.Condition, init=False)
     _server: ThreadingHTTPServer | None = field(default=None, init=False)
 
     @property
@@ -99,14 +103,14 @@ class VertexStandIn:
         return f"http://{host!s}:{port}"
 
     def start(self) -> VertexStandIn:
-        self._stopping.clear()
+        self._reset = threading.Event()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
         self._server.daemon_threads = True
         threading.Thread(target=self._server.serve_forever, daemon=True).start()
         return self
 
     def stop(self) -> None:
-        self._stopping.set()
+        self._reset.set()
         if self._server is not None:
             self._server.shutdown()
             self._server.server_close()
@@ -119,7 +123,10 @@ class VertexStandIn:
         self.stop()
 
     def reset(self, model: LanguageModel | None = None) -> None:
-        """Forget requests, faults and settings; answer from `model` (default: the rules)."""
+        """Forget requests, faults and settings; answer from `model` (default: the rules).
+        A slow answer still sleeping ends now, unanswered (503)."""
+        self._reset.set()
+        self._reset = threading.Event()
         self.requests.clear()
         self._faults.clear()
         self.thoughts_tokens = 0
@@ -136,27 +143,49 @@ class VertexStandIn:
     def cut_next(self) -> None:
         self._faults.append(_Fault("cut"))
 
+    def wait_idle(self, timeout: float) -> bool:
+        """Wait until no request is being answered; False if one still is after `timeout`."""
+        with self._idle:
+            return self._idle.wait_for(lambda: self._answering == 0, timeout)
+
     # What the handler calls.
 
     def answer(self, path: str, headers: dict[str, str], body: dict[str, Any]) -> tuple[int, Any]:
+        with self._idle:
+            self._answering += 1
+        try:
+            return self._answer(path, headers, body)
+        finally:
+            with self._idle:
+                self._answering -= 1
+                self._idle.notify_all()
+
+    def _answer(self, path: str, headers: dict[str, str], body: dict[str, Any]) -> tuple[int, Any]:
         self.requests.append(Recorded(path, headers, body))
         route = _ROUTE.match(path)
         if route is None:
             return _error(404, f"no such route on the Vertex AI stand-in: {path}")
         fault = self._faults.popleft() if self._faults else None
-        if fault is not None and fault.kind == "slow" and self._stopping.wait(fault.seconds):
-            return _error(503, "the stand-in is stopping")
+        reset, model = self._reset, self.model  # as they are when the request arrives
+        if fault is not None and fault.kind == "slow" and reset.wait(fault.seconds):
+            return _error(503, "the stand-in was reset or is stopping")
         if fault is not None and fault.kind == "fail":
             return _error(fault.code, f"the stand-in was told to fail with {fault.code}")
         method = route["method"]
         if method == "generateContent":
             return self._generate(
-                route["model"], headers, body, cut=bool(fault and fault.kind == "cut")
+                model, route["model"], headers, body, cut=bool(fault and fault.kind == "cut")
             )
         return 200, self._predict(body)
 
     def _generate(
-        self, model: str, headers: dict[str, str], body: dict[str, Any], *, cut: bool
+        self,
+        language_model: LanguageModel,
+        model: str,
+        headers: dict[str, str],
+        body: dict[str, Any],
+        *,
+        cut: bool,
     ) -> tuple[int, Any]:
         prompt = "".join(
             part.get("text", "") for c in body.get("contents", []) for part in c.get("parts", [])
@@ -166,7 +195,7 @@ class VertexStandIn:
         bound = int(config.get("maxOutputTokens", 8192))
         deadline = float(_header(headers, "x-server-timeout") or 60)
         try:
-            result = self.model.generate(prompt, schema, bound, deadline)
+            result = language_model.generate(prompt, schema, bound, deadline)
         except Aborted as err:
             usage = (int(err.metadata.get("inputTokens", 0)), bound)
             return 200, self._candidate("", "MAX_TOKENS", usage, model)
