@@ -222,21 +222,21 @@ def promote_within(
 
 def names_a_value(metadata: Mapping[str, str], words: AbstractSet[str]) -> bool:
     """Whether the query's `words` (from `query_words`) name one of `metadata`'s values:
-    a value holding a letter, of at most MAX_NAME_WORDS words, whose words (lowercase,
-    stopwords dropped) are all among them ("Melanie" in "What has Melanie painted?",
-    "New York" in "trips to new york"). Numbers alone ("3", "2023") name nothing."""
-    for value in metadata.values():
-        lowered = value.lower()
-        if lowered in words:
-            if not lowered.isdigit():
-                return True
-            continue
-        if lowered.count(" ") >= MAX_NAME_WORDS or not any(c.isalpha() for c in lowered):
-            continue
-        named = [w for w in _WORD.findall(lowered) if w not in STOPWORDS]
-        if named and all(w in words for w in named):
-            return True
-    return False
+    a value that is one of them, lowercased ("Melanie" in "What has Melanie painted?"),
+    or a value of 2 to MAX_NAME_WORDS words whose words (stopwords dropped) are all
+    among them ("New York" in "trips to new york"). Numbers alone ("3", "2023") name
+    nothing; nor does a one-word value the query only holds a part of ("D1:3")."""
+    return any(_value_named(value, words) for value in metadata.values())
+
+
+def _value_named(value: str, words: AbstractSet[str]) -> bool:
+    lowered = value.lower()
+    if lowered in words:
+        return not lowered.isdigit()
+    if " " not in lowered or lowered.count(" ") >= MAX_NAME_WORDS:
+        return False  # one word the query does not hold, or text rather than a name
+    named = [w for w in _WORD.findall(lowered) if w not in STOPWORDS]
+    return bool(named) and all(w in words for w in named) and not all(w.isdigit() for w in named)
 
 
 def promote_named(
@@ -247,8 +247,19 @@ def promote_named(
     wanted = frozenset(words)
     if not wanted:
         return list(ids)
-    named = [i for i in ids if names_a_value(metadata.get(i, {}), wanted)]
-    return _distinct([*named, *ids])
+    known: dict[str, bool] = {}  # values repeat across memories (a speaker's name)
+
+    def named(record_id: str) -> bool:
+        for value in metadata.get(record_id, {}).values():
+            hit = known.get(value)
+            if hit is None:
+                hit = known[value] = _value_named(value, wanted)
+            if hit:
+                return True
+        return False
+
+    first = [i for i in ids if named(i)]
+    return _distinct([*first, *ids])
 
 
 def merged_score(rank: int) -> float:
