@@ -14,9 +14,11 @@ a stemmer (PyStemmer, English).
 The merges compared (reciprocal-rank fusion at several weights, the seed
 design's interleave at several leads) are computed from the same three ranked
 lists the store returns for the hybrid search (semantic, word, typo-tolerant
-word; 50 each), so they differ only in the merge. They leave out the named-period
-rule (a query naming a month or a year puts the results valid then first), so
-"interleave, 3 lead, words >= 0.5 x best" is the shipped HYBRID without it.
+word; 50 each), so they differ only in the merge. They leave out the named-value
+rule (results whose metadata the query names, here the speaker, first) and the
+named-period rule (a query naming a month or a year puts the results valid then
+first), so "interleave, 3 lead, words >= 0.5 x best" is the shipped HYBRID without
+them.
 
 Honest evaluation: the merge and its weights were chosen on the first five
 conversations (file order) only; the report prints that tuned half, the last

@@ -3,8 +3,9 @@
 The word search (LEXICAL) finds chunks by their words, then by words with a
 typo; HYBRID merges the semantic list, the word list and the typo-tolerant
 list: the top few by meaning lead, the keyword matches follow, the rest by meaning
-fills in. Every part answers only from chunks valid at the
-query's instant that match every filter, in the query's scope.
+fills in; the memories whose metadata the query names go first. Every part answers
+only from chunks valid at the query's instant that match every filter, in the query's
+scope.
 """
 
 from __future__ import annotations
@@ -170,7 +171,9 @@ def test_hybrid_interleaves_its_parts(store: MemoryStore, corpus: ScopeRef) -> N
     semantic = store.search_chunks(corpus, EMBEDDER.embed(text), top_k, [], as_of)
     strong = retrieval.strong_matches([(hit.record.id, hit.score) for hit in exact])
     keyword = retrieval.lexical_order(strong, [hit.record.id for hit in typo])
-    expected = retrieval.interleave([hit.record.id for hit in semantic], keyword)[:top_k]
+    merged = retrieval.interleave([hit.record.id for hit in semantic], keyword)
+    metadata = {hit.record.id: hit.record.metadata for hit in [*semantic, *exact, *typo]}
+    expected = retrieval.promote_named(merged, metadata, words)[:top_k]
     actual = search(store, corpus, text, mode=HYBRID, top_k=top_k, as_of=as_of)
     assert [record_id for record_id, _ in actual] == expected
     assert [score for _, score in actual] == [1 / rank for rank in range(1, top_k + 1)]
@@ -190,6 +193,29 @@ def test_hybrid_puts_a_word_match_right_after_the_lead_by_meaning(
     assert semantic.index(target) == 6  # last: the notes share "nothing"
     hybrid = search_ids(store, scope, "greyhound nothing", mode=HYBRID)
     assert hybrid.index(target) == retrieval.MERGE_LEAD  # right after the lead by meaning
+
+
+def test_hybrid_puts_the_memories_whose_metadata_the_query_names_first(
+    store: MemoryStore, scope: ScopeRef
+) -> None:
+    said = [
+        *[(f"a walk by the river {i}", "Caroline", None) for i in range(3)],
+        ("a walk in the park", "Melanie", None),
+        ("a walk by the river at night", "Melanie", at(2031)),  # not valid yet
+    ]
+    chunks = [ChunkInput(text=t, metadata={"speaker": s}, valid_at=v) for t, s, v in said]
+    commit_items(store, scope, chunks=chunks)
+    park, night = chunk_id("a walk in the park"), chunk_id("a walk by the river at night", at(2031))
+    text = "Where did Melanie walk by the river?"
+    semantic = search_ids(store, scope, text, mode=SEMANTIC)
+    assert semantic.index(park) == 3  # last by meaning
+    hybrid = search_ids(store, scope, text, mode=HYBRID)
+    assert hybrid[0] == park and sorted(hybrid) == sorted(semantic)
+    assert search_ids(store, scope, text, mode=HYBRID, as_of=at(2032))[:2] == [night, park]
+    caroline = [MetadataFilter(key="speaker", operator=EQ, values=["Caroline"])]
+    filtered = search_ids(store, scope, text, mode=HYBRID, filters=caroline)
+    assert len(filtered) == 3 and park not in filtered
+    assert search_ids(store, scope, text, mode=LEXICAL)[0] != park  # HYBRID's rule only
 
 
 def test_hybrid_applies_filters_and_valid_time_to_every_part(

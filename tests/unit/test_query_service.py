@@ -286,3 +286,41 @@ def test_a_named_period_widens_the_hybrid_meaning_search_only() -> None:
 def test_semantic_and_lexical_modes_ignore_a_named_period() -> None:
     assert ranked("w x in July", 3, RetrievalMode.SEMANTIC) == ["a", "b", "c"]
     assert ranked("w x in July", 3, RetrievalMode.LEXICAL) == ["w", "x"]
+
+
+class SpeakerStore(DatedStore):
+    """DatedStore whose chunks e and x were said by Melanie, the rest by Caroline."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        for record_id, record in self.records.items():
+            record.metadata = {"speaker": "Melanie" if record_id in "ex" else "Caroline"}
+
+
+def named(text: str, top_k: int, mode: RetrievalMode = RetrievalMode.HYBRID) -> list[str]:
+    semantic = SemanticQuery(query_text=text, top_k=top_k, mode=mode)
+    result = query(
+        QueryCommand(scope=SCOPE, semantic=semantic), SpeakerStore(), HashingEmbedder(), lambda: NOW
+    )  # type: ignore[arg-type]
+    assert result.semantic is not None
+    return [hit.record.id for hit in result.semantic]
+
+
+def test_hybrid_query_naming_a_metadata_value_puts_its_memories_first() -> None:
+    # merged a b c w d e f (x is a weak word match, not merged); Melanie said e. Only
+    # the parts' candidates are reordered: at topK 3, e was not among them.
+    assert named("w x Melanie", 5) == ["e", "a", "b", "c", "w"]
+    assert named("w x Melanie", 3) == ["a", "b", "c"]
+    assert named("w x Melanie", 8) == ["e", "a", "b", "c", "w", "d", "f"]
+    assert named("w x Caroline", 3) == ["a", "b", "c"]
+    assert named("w x", 3) == ["a", "b", "c"]
+
+
+def test_a_named_period_goes_before_a_named_value() -> None:
+    # July holds d (Caroline); Melanie said e: d first, then e, then the rest in order.
+    assert named("w x Melanie in July", 4) == ["d", "e", "a", "b"]
+
+
+def test_semantic_and_lexical_modes_ignore_a_named_value() -> None:
+    assert named("w x Melanie", 3, RetrievalMode.SEMANTIC) == ["a", "b", "c"]
+    assert named("w x Melanie", 3, RetrievalMode.LEXICAL) == ["w", "x"]

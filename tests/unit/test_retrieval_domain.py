@@ -118,3 +118,38 @@ def test_promote_within_moves_the_period_first_keeping_each_group_in_order() -> 
         "e",
     ]
     assert retrieval.promote_within(["a", "c"], at, july) == ["a", "c"]
+
+
+def test_names_a_value_matches_a_metadata_value_the_query_words_hold() -> None:
+    words = frozenset(query_words("What has Melanie painted in New York in 2023 session 3?"))
+    names = retrieval.names_a_value
+    assert names({"speaker": "Melanie"}, words)
+    assert names({"speaker": "Caroline", "place": "new York"}, words)  # every word named
+    assert names({"band": "The York"}, words)  # stopwords left out
+    assert not names({"speaker": "Caroline"}, words)
+    assert not names({"place": "York City"}, words)  # "city" is not named
+    assert not names({"year": "2023", "session": "3", "id": "D1:3"}, words)  # numbers alone
+    assert not names({"note": "the"}, words)
+    assert not names({}, words)
+    long_value = "melanie painted new york melanie"  # more words than a name
+    assert retrieval.MAX_NAME_WORDS == 4
+    assert not names({"text": long_value}, words)
+
+
+def test_promote_named_moves_the_named_memories_first_keeping_each_group_in_order() -> None:
+    metadata = {
+        "a": {"speaker": "Caroline"},
+        "b": {"speaker": "Melanie"},
+        "c": {},
+        "d": {"speaker": "melanie", "session": "2"},
+    }
+    words = query_words("What did Melanie paint?")
+    assert retrieval.promote_named(["a", "b", "c", "d", "e"], metadata, words) == [
+        "b",
+        "d",
+        "a",
+        "c",
+        "e",
+    ]
+    assert retrieval.promote_named(["a", "c"], metadata, words) == ["a", "c"]
+    assert retrieval.promote_named(["a", "b"], metadata, []) == ["a", "b"]

@@ -5,9 +5,11 @@ The semantic section searches in one of three modes (`RetrievalMode`): by meanin
 typo-tolerant one for the words it did not find), or both (the default), merged
 as the seed design says: the top few by meaning lead, the keyword matches follow
 (word matches at least half as relevant as the best one), the rest of the semantic
-list fills in (`retrieval.interleave`). A hybrid query that names a month or a
-year draws on PERIOD_POOL results by meaning and moves the merged memories valid
-in that period first (`retrieval.promote_within`). Every part gets the same
+list fills in (`retrieval.interleave`). A hybrid query that names a value of a
+memory's metadata (a speaker, a project) moves the merged memories carrying it
+first (`retrieval.promote_named`); one that names a month or a year draws on
+PERIOD_POOL results by meaning and moves the merged memories valid in that period
+first (`retrieval.promote_within`). Every part gets the same
 filters and valid time, so every mode answers from the same eligible memories.
 """
 
@@ -36,6 +38,7 @@ from jennah.domain.retrieval import (
     lexical_order,
     merged_score,
     named_period,
+    promote_named,
     promote_within,
     query_words,
     strong_matches,
@@ -227,10 +230,10 @@ class _Search:
 
     def hybrid(self, vector: list[float]) -> list[ScoredRecord]:
         """The top few by meaning, the strong word matches and the best typo-tolerant
-        match per typo-searched word, the rest by meaning; each part needs no more than
-        topK, except the meaning part of a query naming a period (PERIOD_POOL), whose
-        memories valid in that period then go first. The score is the merged rank's
-        (1 / rank)."""
+        match per typo-searched word, the rest by meaning; those whose metadata the query
+        names go first; each part needs no more than topK, except the meaning part of a
+        query naming a period (PERIOD_POOL), whose memories valid in that period then go
+        first. The score is the merged rank's (1 / rank)."""
         depth = self.top_k if self.period is None else max(self.top_k, PERIOD_POOL)
         semantic = self.by_meaning(vector, depth)
         exact = self.by_words(self.top_k)
@@ -240,6 +243,8 @@ class _Search:
         strong = strong_matches([(h.record.id, h.score) for h in exact])
         keyword = lexical_order(strong, [h.record.id for h in typo])
         merged = interleave([h.record.id for h in semantic], keyword)
+        metadata = {record_id: record.metadata for record_id, record in found.items()}
+        merged = promote_named(merged, metadata, self.words)
         if self.period is not None:
             valid_at = {record_id: record.valid_at for record_id, record in found.items()}
             merged = promote_within(merged, valid_at, self.period)
