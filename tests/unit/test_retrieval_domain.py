@@ -124,7 +124,11 @@ def test_names_a_value_matches_a_metadata_value_the_query_words_hold() -> None:
     words = frozenset(query_words("What has Melanie painted in New York in 2023 session 3?"))
     names = retrieval.names_a_value
     assert names({"speaker": "Melanie"}, words)
-    assert names({"speaker": "Caroline", "place": "new York"}, words)  # every word named
+    assert names({"speaker": "Caroline", "place": "New York"}, words)  # every word named
+    assert not names({"place": "new york"}, words)  # a label, not a name
+    labels = frozenset(query_words("what did the user say in that email"))
+    assert not names({"role": "user", "source": "email"}, labels)
+    assert names({"role": "User"}, labels)
     assert names({"band": "The York"}, words)  # stopwords left out
     assert not names({"speaker": "Caroline"}, words)
     assert not names({"place": "York City"}, words)  # "city" is not named
@@ -141,7 +145,8 @@ def test_promote_named_moves_the_named_memories_first_keeping_each_group_in_orde
         "a": {"speaker": "Caroline"},
         "b": {"speaker": "Melanie"},
         "c": {},
-        "d": {"speaker": "melanie", "session": "2"},
+        "d": {"speaker": "Melanie", "session": "2"},
+        "e": {"speaker": "melanie"},  # a label, not a name
     }
     words = query_words("What did Melanie paint?")
     assert retrieval.promote_named(["a", "b", "c", "d", "e"], metadata, words) == [

@@ -221,15 +221,19 @@ def promote_within(
 
 
 def names_a_value(metadata: Mapping[str, str], words: AbstractSet[str]) -> bool:
-    """Whether the query's `words` (from `query_words`) name one of `metadata`'s values:
-    a value that is one of them, lowercased ("Melanie" in "What has Melanie painted?"),
-    or a value of 2 to MAX_NAME_WORDS words whose words (stopwords dropped) are all
-    among them ("New York" in "trips to new york"). Numbers alone ("3", "2023") name
+    """Whether the query's `words` (from `query_words`) name one of `metadata`'s values.
+    Only a value written as a name counts, capitalised ("Melanie", "New York"; not a
+    label such as "user" or "email", which would lift every memory carrying it): one
+    that is one of the words, lowercased ("Melanie" in "What has Melanie painted?"),
+    or one of 2 to MAX_NAME_WORDS words whose words (stopwords dropped) are all among
+    them ("New York" in "trips to new york"). Numbers alone ("3", "2023") name
     nothing; nor does a one-word value the query only holds a part of ("D1:3")."""
     return any(_value_named(value, words) for value in metadata.values())
 
 
 def _value_named(value: str, words: AbstractSet[str]) -> bool:
+    if not value[:1].isupper():
+        return False  # a label, not a name
     lowered = value.lower()
     if lowered in words:
         return not lowered.isdigit()
