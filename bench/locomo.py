@@ -36,7 +36,7 @@ import statistics
 import tempfile
 import time
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -155,6 +155,10 @@ class TimedEmbedder:
 
     def embed(self, text: str) -> list[float]:
         return self.embed_batch([text])[0]
+
+    def embed_soon(self, text: str) -> Callable[[], list[float]]:
+        """A query's embedding, started at once (the service times it)."""
+        return self.inner.embed_soon(text)
 
     def embed_batch(self, texts: Sequence[str]) -> list[list[float]]:
         started = time.perf_counter()
