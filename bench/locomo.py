@@ -515,12 +515,12 @@ def _report_timings(timings: Timings) -> None:
             for name, ms in timings.mode_total_ms.items()
         ],
         [
-            "  query embedding p50 (ms)",
+            "  query embedding p50, the part waited for (ms)",
             _p(timings.query_embedding_ms, 50),
             f"p99 {_p(timings.query_embedding_ms, 99):.2f}",
         ],
         [
-            "  store search p50 (ms)",
+            "  store search p50, words during the embedding (ms)",
             _p(timings.query_search_ms, 50),
             f"p99 {_p(timings.query_search_ms, 99):.2f}",
         ],
