@@ -394,12 +394,3 @@ def test_a_claim_given_twice_counts_once_at_its_highest_revision() -> None:
     for given in ([old, new], [new, old]):
         text = compile_brief("team.x", given, None, FULL).text
         assert "new words" in text and "old words" not in text and "- directive: 1\n" in text
-
-
-@pytest.mark.parametrize("lines", [3, 40])  # one by one, and in one batch
-def test_count_lines_counts_each_line_as_count_tokens_does(lines: int) -> None:
-    texts = [f"- (fact) line {i} of {lines}: Zoë's naïve café, count {i * 7}" for i in range(lines)]
-    assert brief.count_lines([*texts, texts[0]]) == [
-        *(count_tokens(text) for text in texts),
-        count_tokens(texts[0]),
-    ]

@@ -182,10 +182,6 @@ def count_tokens(text: str) -> int:
 
 _COUNTED: dict[str, int] = {}  # line -> tokens: a recompile mostly counts the same lines
 _COUNTED_MAX = 50_000
-# Fewer lines than this are encoded one by one in the calling thread: encode_batch hands
-# them to the tokenizer's thread pool, whose wake-up cost ~2 ms a call on the busy 2-core
-# machine (a memory:search counts its ~5 lines), more than encoding them takes.
-_BATCH_FROM = 32
 
 
 def count_lines(lines: Sequence[str]) -> list[int]:
@@ -194,12 +190,7 @@ def count_lines(lines: Sequence[str]) -> list[int]:
     if missing:
         if len(_COUNTED) + len(missing) > _COUNTED_MAX:
             _COUNTED.clear()
-        tokenizer = _tokenizer()
-        encoded = (
-            tokenizer.encode_batch(missing, add_special_tokens=False)
-            if len(missing) >= _BATCH_FROM
-            else [tokenizer.encode(line, add_special_tokens=False) for line in missing]
-        )
+        encoded = _tokenizer().encode_batch(missing, add_special_tokens=False)
         _COUNTED.update(zip(missing, (len(e.ids) for e in encoded), strict=True))
     return [_COUNTED.get(line) or count_tokens(line) for line in lines]
 

@@ -117,7 +117,7 @@ class MiniLMEmbedder:
         if not texts:
             return []
         loaded = self._ensure_loaded()
-        token_ids = _token_ids(loaded.tokenizer, texts)
+        token_ids = [e.ids for e in loaded.tokenizer.encode_batch(list(texts))]
         runs = list(_runs(token_ids, self._batch_size, self._max_batch_tokens))
         infer = lambda run: _infer(loaded, [token_ids[i] for i in run])  # noqa: E731
         pooled = loaded.pool.map(infer, runs) if loaded.pool is not None else map(infer, runs)
@@ -134,7 +134,8 @@ class MiniLMEmbedder:
         if loaded.pool is None:
             alone = self.embed(text)
             return lambda: alone
-        run = loaded.pool.submit(_infer, loaded, _token_ids(loaded.tokenizer, [text]))
+        token_ids = [e.ids for e in loaded.tokenizer.encode_batch([text])]
+        run = loaded.pool.submit(_infer, loaded, token_ids)
 
         def vector() -> list[float]:
             row: list[float] = run.result()[0].tolist()
@@ -155,15 +156,6 @@ class MiniLMEmbedder:
                     self._loaded = _load(self._threads, cache)
                 loaded = self._loaded
         return loaded
-
-
-def _token_ids(tokenizer: Any, texts: Sequence[str]) -> list[list[int]]:
-    """Each text's token ids. One text is encoded in the calling thread: encode_batch hands
-    it to the tokenizer's thread pool, whose wake-up costs more than the encoding on a busy
-    machine (a query's text); the ids are the same either way."""
-    if len(texts) == 1:
-        return [tokenizer.encode(texts[0]).ids]
-    return [e.ids for e in tokenizer.encode_batch(list(texts))]
 
 
 def _load(threads: int, cache_dir: Path | None) -> _Loaded:
