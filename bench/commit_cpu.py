@@ -25,6 +25,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -142,6 +143,10 @@ class _Constant:
 
     def embed_batch(self, texts: list[str]) -> list[list[float]]:
         return [list(self._vector) for _ in texts]
+
+    def embed_soon(self, text: str) -> Callable[[], list[float]]:
+        vector = self.embed(text)
+        return lambda: vector
 
     def load(self) -> None:
         return None

@@ -126,6 +126,10 @@ class _GivenVector:
     def embed(self, text: str) -> list[float]:
         return self.vectors[text]
 
+    def embed_soon(self, text: str) -> Callable[[], list[float]]:
+        vector = self.vectors[text]
+        return lambda: vector
+
 
 def _questions(count: int, seed: int) -> list[str]:
     """Short questions of the records' words: two or three topic words, one mistyped in

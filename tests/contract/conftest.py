@@ -16,7 +16,7 @@ import hashlib
 import math
 import re
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -75,6 +75,10 @@ class BagOfWordsEmbedder:
 
     def embed_batch(self, texts: Sequence[str]) -> list[list[float]]:
         return [self.embed(text) for text in texts]
+
+    def embed_soon(self, text: str) -> Callable[[], list[float]]:
+        vector = self.embed(text)
+        return lambda: vector
 
 
 EMBEDDER = BagOfWordsEmbedder()

@@ -49,6 +49,13 @@ def test_is_deterministic_across_calls_and_instances(embedder: MiniLMEmbedder) -
     assert MiniLMEmbedder(threads=1).embed(text) == pytest.approx(first, abs=1e-5)
 
 
+def test_embed_soon_answers_the_bytes_embed_does(embedder: MiniLMEmbedder) -> None:
+    texts = ["hi", "Melanie painted a sunrise over the lake last summer.", "x " * 300]
+    started = [embedder.embed_soon(text) for text in texts]  # all running at once
+    for text, vector in zip(texts, started, strict=True):
+        assert vector() == embedder.embed(text) == embedder.embed_batch([text, "other"])[0]
+
+
 def test_batch_equals_single_results(embedder: MiniLMEmbedder) -> None:
     texts = [
         "hi",

@@ -66,6 +66,10 @@ def test_batch_equals_single_results(embedder: HashingEmbedder) -> None:
     assert embedder.embed_batch([]) == []
 
 
+def test_embed_soon_answers_what_embed_does(embedder: HashingEmbedder) -> None:
+    assert embedder.embed_soon("red fish")() == embedder.embed("red fish")
+
+
 def test_dimensions_are_configurable() -> None:
     vector = HashingEmbedder(dimensions=16).embed("small vector")
     assert len(vector) == 16

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
+from typing import Any
 
 import pytest
 
@@ -324,3 +325,55 @@ def test_a_named_period_goes_before_a_named_value() -> None:
 def test_semantic_and_lexical_modes_ignore_a_named_value() -> None:
     assert named("w x Melanie", 3, RetrievalMode.SEMANTIC) == ["a", "b", "c"]
     assert named("w x Melanie", 3, RetrievalMode.LEXICAL) == ["w", "x"]
+
+
+class OrderedEmbedder(HashingEmbedder):
+    """Records when a query's embedding is started and when its vector is awaited."""
+
+    def __init__(self, events: list[str]) -> None:
+        super().__init__()
+        self.events = events
+
+    def embed_soon(self, text: str) -> Callable[[], list[float]]:
+        self.events.append("embedding started")
+
+        def vector() -> list[float]:
+            self.events.append("vector awaited")
+            return self.embed(text)
+
+        return vector
+
+
+class OrderedStore(PartsStore):
+    def __init__(self, events: list[str]) -> None:
+        super().__init__()
+        self.events = events
+
+    def search_chunks(self, *args: Any, **kwargs: Any) -> list[ScoredRecord]:
+        self.events.append("by meaning")
+        return super().search_chunks(*args, **kwargs)
+
+    def search_words(self, *args: Any, **kwargs: Any) -> list[ScoredRecord]:
+        self.events.append("by typo" if kwargs.get("fuzzy") else "by words")
+        return super().search_words(*args, **kwargs)
+
+
+def test_a_hybrid_query_searches_by_words_while_its_embedding_is_computed() -> None:
+    events: list[str] = []
+    command = QueryCommand(scope=SCOPE, semantic=SemanticQuery(query_text="w zzzzz", top_k=8))
+    result = query(command, OrderedStore(events), OrderedEmbedder(events), lambda: NOW)  # type: ignore[arg-type]
+    assert events == ["embedding started", "by words", "by typo", "vector awaited", "by meaning"]
+    assert result.semantic is not None
+    assert [hit.record.id for hit in result.semantic] == ["a", "b", "c", "w", "d", "e", "f"]
+
+
+def test_a_lexical_query_starts_no_embedding() -> None:
+    events: list[str] = []
+    semantic = SemanticQuery(query_text="w", top_k=3, mode=RetrievalMode.LEXICAL)
+    query(
+        QueryCommand(scope=SCOPE, semantic=semantic),
+        OrderedStore(events),
+        OrderedEmbedder(events),
+        lambda: NOW,
+    )  # type: ignore[arg-type]
+    assert events == ["by words"]

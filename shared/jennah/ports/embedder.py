@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Protocol
 
 
@@ -16,4 +16,10 @@ class Embedder(Protocol):
 
     def embed_batch(self, texts: Sequence[str]) -> list[list[float]]:
         """The same as `embed` for each text, computed in batches."""
+        ...
+
+    def embed_soon(self, text: str) -> Callable[[], list[float]]:
+        """`embed(text)` started now, its vector when the answer is called (errors raised
+        then). An adapter that embeds off the calling thread lets the caller work
+        meanwhile; one that cannot embeds before returning."""
         ...

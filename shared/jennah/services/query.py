@@ -120,18 +120,36 @@ def _semantic(
     _check_filters(semantic.filters, "semantic.filters", keys=None)
     search = _Search(scope, store, semantic, semantic.as_of_valid or instant)
     started = time.perf_counter()
-    vector = None
-    if semantic.mode is not RetrievalMode.LEXICAL:
-        vector = embedder.embed(semantic.query_text)
-    embedded = time.perf_counter()
-    if vector is None:
+    if semantic.mode is RetrievalMode.LEXICAL:
         result.semantic = search.lexical()
-    elif semantic.mode is RetrievalMode.SEMANTIC:
-        result.semantic = search.by_meaning(vector, semantic.top_k)
+        result.search_ms = (time.perf_counter() - started) * 1000
+        return
+    vector = QueryVector(embedder, semantic.query_text)
+    if semantic.mode is RetrievalMode.SEMANTIC:
+        result.semantic = search.by_meaning(vector(), semantic.top_k)
     else:
         result.semantic = search.hybrid(vector)
-    result.embedding_ms = (embedded - started) * 1000
-    result.search_ms = (time.perf_counter() - embedded) * 1000
+    result.embedding_ms = vector.embedding_ms
+    result.search_ms = (time.perf_counter() - started) * 1000 - vector.embedding_ms
+
+
+class QueryVector:
+    """The query text's embedding, started at once (`Embedder.embed_soon`) and awaited
+    when first needed, so a hybrid search runs its word parts meanwhile. `embedding_ms`
+    is the time the embedding took from the caller: starting it, then waiting for it."""
+
+    def __init__(self, embedder: Embedder, text: str) -> None:
+        started = time.perf_counter()
+        self._answer = embedder.embed_soon(text)
+        self._vector: list[float] | None = None
+        self.embedding_ms = (time.perf_counter() - started) * 1000
+
+    def __call__(self) -> list[float]:
+        if self._vector is None:
+            started = time.perf_counter()
+            self._vector = self._answer()
+            self.embedding_ms += (time.perf_counter() - started) * 1000
+        return self._vector
 
 
 # With a `keep` rule (memory:search's), a part whose results the rule thins asks the
@@ -144,15 +162,15 @@ def hybrid_search(
     scope: ScopeRef,
     store: MemoryStore,
     text: str,
-    vector: list[float],
+    vector: Callable[[], list[float]],
     limit: int,
     as_of: datetime,
     keep: Callable[[MemoryRecord], bool],
 ) -> list[ScoredRecord]:
-    """memory:query's HYBRID semantic section of `text` (its embedding `vector` given),
-    `limit` results, no filter, of the records `keep` keeps: each part (by meaning, by
-    words, by words with a typo) is taken from the kept records only, then merged. The
-    search memory:search runs."""
+    """memory:query's HYBRID semantic section of `text` (its embedding `vector()`, asked
+    for once the word parts are done), `limit` results, no filter, of the records `keep`
+    keeps: each part (by meaning, by words, by words with a typo) is taken from the kept
+    records only, then merged. The search memory:search runs."""
     semantic = SemanticQuery(query_text=text, top_k=limit)
     return _Search(scope, store, semantic, as_of, keep).hybrid(vector)
 
@@ -228,17 +246,18 @@ class _Search:
         order = lexical_order([h.record.id for h in exact], [h.record.id for h in fuzzy])
         return [found[record_id] for record_id in order[: self.top_k]]
 
-    def hybrid(self, vector: list[float]) -> list[ScoredRecord]:
+    def hybrid(self, vector: Callable[[], list[float]]) -> list[ScoredRecord]:
         """The top few by meaning, the strong word matches and the best typo-tolerant
         match per typo-searched word, the rest by meaning; those whose metadata the query
         names go first; each part needs no more than topK, except the meaning part of a
         query naming a period (PERIOD_POOL), whose memories valid in that period then go
-        first. The score is the merged rank's (1 / rank)."""
+        first. The score is the merged rank's (1 / rank). The word parts run first: they
+        do not need `vector()`, which the embedder may still be computing meanwhile."""
         depth = self.top_k if self.period is None else max(self.top_k, PERIOD_POOL)
-        semantic = self.by_meaning(vector, depth)
         exact = self.by_words(self.top_k)
         typo_words = self.typo_words(exact)
         typo = self.by_typo(typo_words, len(typo_words))
+        semantic = self.by_meaning(vector(), depth)
         found = {hit.record.id: hit.record for hit in [*semantic, *exact, *typo]}
         strong = strong_matches([(h.record.id, h.score) for h in exact])
         keyword = lexical_order(strong, [h.record.id for h in typo])

@@ -18,7 +18,7 @@ from jennah.domain import search as rules
 from jennah.domain.models import ScopeRef
 from jennah.ports.embedder import Embedder
 from jennah.ports.store import MemoryStore
-from jennah.services.query import hybrid_search
+from jennah.services.query import QueryVector, hybrid_search
 
 
 @dataclass(frozen=True)
@@ -46,8 +46,7 @@ def search(
     rules.check_request(command.query, command.max_items, command.token_budget)
     instant = now()
     started = time.perf_counter()
-    vector = embedder.embed(command.query)
-    embedded = time.perf_counter()
+    vector = QueryVector(embedder, command.query)
     hits = hybrid_search(
         command.scope,
         store,
@@ -66,6 +65,6 @@ def search(
     )
     return SearchResult(
         rendered=rendered,
-        embedding_ms=(embedded - started) * 1000,
-        search_ms=(time.perf_counter() - embedded) * 1000,
+        embedding_ms=vector.embedding_ms,
+        search_ms=(time.perf_counter() - started) * 1000 - vector.embedding_ms,
     )

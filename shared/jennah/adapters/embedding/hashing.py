@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 DIMENSIONS = 384
 MODEL_NAME = "hashing-bow-384"
@@ -42,6 +42,10 @@ class HashingEmbedder:
 
     def embed_batch(self, texts: Sequence[str]) -> list[list[float]]:
         return [self.embed(text) for text in texts]
+
+    def embed_soon(self, text: str) -> Callable[[], list[float]]:
+        vector = self.embed(text)
+        return lambda: vector
 
 
 def _bucket(token: str, dimensions: int) -> tuple[int, float]:

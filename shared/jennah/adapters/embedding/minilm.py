@@ -41,7 +41,7 @@ import logging
 import os
 import threading
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from importlib import resources
@@ -126,6 +126,22 @@ class MiniLMEmbedder:
             for i, vector in zip(run, result.tolist(), strict=True):
                 vectors[i] = vector
         return vectors
+
+    def embed_soon(self, text: str) -> Callable[[], list[float]]:
+        """`embed(text)` as one model run on the pool, started now: the caller works
+        meanwhile (memory:query's word search) instead of waiting for the pool's thread."""
+        loaded = self._ensure_loaded()
+        if loaded.pool is None:
+            alone = self.embed(text)
+            return lambda: alone
+        token_ids = [e.ids for e in loaded.tokenizer.encode_batch([text])]
+        run = loaded.pool.submit(_infer, loaded, token_ids)
+
+        def vector() -> list[float]:
+            row: list[float] = run.result()[0].tolist()
+            return row
+
+        return vector
 
     def load(self) -> None:
         """Load the tokenizer and the ONNX session now rather than on first use."""

@@ -18,7 +18,7 @@ UNAVAILABLE, ...). The client is built on first use.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from google.auth.credentials import Credentials
 from google.genai import types
@@ -61,6 +61,10 @@ class VertexEmbedder:
 
     def embed(self, text: str) -> list[float]:
         return self.embed_batch([text])[0]
+
+    def embed_soon(self, text: str) -> Callable[[], list[float]]:
+        vector = self.embed(text)
+        return lambda: vector
 
     def embed_batch(self, texts: Sequence[str]) -> list[list[float]]:
         vectors: list[list[float]] = []
