@@ -9,18 +9,23 @@ from the table on first search (~70 ms at 10k rows, ~1 s at 100k), or before
 it: `jnh serve` builds the indexes of the scopes that fit the budget at start
 (`SqliteStore.warm_indexes`), so no query after a restart pays the build.
 
-The scan is `np.einsum("ij,j->i")`, single-threaded, not the BLAS `X @ q`:
-OpenBLAS's two threads sleep between calls and wake slowly (a 10k-row search
-took 4.5 ms with BLAS, 0.7 ms with einsum), and with both cores busy BLAS
-took 7-24 ms over 100k rows against einsum's steady 6.5-8 ms. Measured end
-to end (`search_chunks`, top 10, validity mask and metadata filters on, the
-machine shared with other work): p50 ~1.4 ms at 10k rows, ~9.5 ms at 100k.
+The scan is `np.vecdot` (a float32 dot product per row, on the calling
+thread), not the BLAS `X @ q`: OpenBLAS's two threads sleep between calls and
+wake slowly (a 10k-row search took 4.5 ms with BLAS, 0.7 ms with einsum), and
+with both cores busy BLAS took 7-24 ms over 100k rows against einsum's steady
+6.5-8 ms. `np.vecdot` is single-threaded too and takes ~25% less CPU than
+`np.einsum("ij,j->i")` over 100k rows (14.5 against 19.6 ms, interleaved, in
+`bench/query_latency.py`'s process); it sums in another order, which the
+rescoring below makes harmless. Measured end to end (`search_chunks`, top 10,
+validity mask and metadata filters on, the machine shared with other work):
+p50 ~1.4 ms at 10k rows, ~9.5 ms at 100k (with einsum).
 
 Exactness: the float32 scan only selects candidates. Every row whose float32
 score is within RESCORE_MARGIN of the k-th best is rescored in float64 as
 cos(q, x) = q.x / (|q| |x|) from the stored float32 values, then ordered by
 score descending and id ascending. The float32 error of one 384-term dot
-product of unit vectors is below 2.5e-5, so no row of the exact top k can be
+product of unit vectors is below 2.5e-5 whatever the order of the sum
+(384 x 2^-24 x |q| |x|), so no row of the exact top k can be
 left out by the cut (it would need an error above RESCORE_MARGIN / 2).
 
 Coherence: `scope_generations.generation` is bumped by a trigger on every
@@ -197,9 +202,9 @@ class ScopeIndex:
         norm = float(np.linalg.norm(query))
         unit = (query / norm if norm > 0 else query).astype(np.float32)
         if positions.size * _GATHER_BELOW < self.size:  # very selective: gather, then scan
-            scores = np.einsum("ij,j->i", self._vectors[positions], unit)
+            scores = np.vecdot(self._vectors[positions], unit)
         else:
-            scores = np.einsum("ij,j->i", self._vectors[: self.size], unit)[positions]
+            scores = np.vecdot(self._vectors[: self.size], unit)[positions]
         scores *= self._inverse_norms[positions]
         cut = positions.size - k
         kth = np.partition(scores, cut)[cut]
