@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from jennah.adapters.sqlite import schema
-from jennah.adapters.sqlite.connection import open_connection
+from jennah.adapters.sqlite.connection import MMAP_BYTES, open_connection
 from jennah.adapters.sqlite.store import SqliteStore
 from jennah.adapters.sqlite.vector_index import IndexRow, ScopeIndex
 from jennah.domain import rules
@@ -110,6 +110,13 @@ def test_ledgers_read_back(sqlite_store: SqliteStore) -> None:
 
 def _micros(value: datetime) -> int:
     return (value - datetime(1970, 1, 1, tzinfo=UTC)) // timedelta(microseconds=1)
+
+
+def test_connections_read_through_a_memory_map(sqlite_store: SqliteStore) -> None:
+    """Pooled readers and the writer map the file (MMAP_BYTES), not read() it page by page."""
+    with sqlite_store._pool.connection() as conn:
+        assert conn.execute("PRAGMA mmap_size").fetchone()[0] == MMAP_BYTES
+    assert sqlite_store._writer.execute("PRAGMA mmap_size").fetchone()[0] == MMAP_BYTES
 
 
 def test_keyword_index_follows_writes(sqlite_store: SqliteStore) -> None:

@@ -21,6 +21,11 @@ if TYPE_CHECKING:
 
 BUSY_TIMEOUT_MS = 10_000
 MAX_IDLE_CONNECTIONS = 8
+# Reads go through a memory map of the file's first MMAP_BYTES (address space, not
+# memory: the pages are the OS cache's, shared by every connection) instead of a read()
+# per page into each connection's 2 MB page cache. A word search at 100k records reads
+# ~20k index entries: ~12% less CPU per hybrid query (bench/query_latency.py's, A/B).
+MMAP_BYTES = 1 << 30
 
 OperationalError: type[Exception] = dbapi2.OperationalError
 IntegrityError: type[Exception] = dbapi2.IntegrityError
@@ -38,6 +43,7 @@ def open_connection(path: Path) -> Connection:
     conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
     conn.execute("PRAGMA journal_mode = WAL")
     conn.execute("PRAGMA synchronous = NORMAL")
+    conn.execute(f"PRAGMA mmap_size = {MMAP_BYTES}")
     return conn
 
 
