@@ -152,7 +152,30 @@ def test_quantized_model_is_built_once_and_agrees_with_the_float_model(tmp_path:
     assert ops["DynamicQuantizeLinear"] == 0 and ops["QuantizeLinear"] == 24  # fixed scales
     assert ops["MatMulIntegerToFloat"] == 36 and ops["MatMulInteger"] == 0  # fused
     assert ops["Gelu"] == 6 and ops["Erf"] == 0 and ops["IsNaN"] == 0
+    assert ops["Where"] == 0 and ops["GatherND"] == 0  # no attention mask: never padded
     reference = MiniLMEmbedder(quantize=False).embed_batch(texts)
     for q, f in zip(vectors, reference, strict=True):
         assert q != f  # really a different model ...
         assert _cosine(q, f) > 0.98  # ... that agrees with the float one
+
+
+def test_the_mask_left_out_keeps_every_vector_bit_identical(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The cached model adds no attention mask (runs are never padded, so it would add 0.0
+    to every score); the vectors stay those of the model with the mask, byte for byte."""
+    texts = [f"Caroline: I went to the {w} group on Friday and it was great." for w in _WORDS]
+    texts += ["hi", "Melanie painted a sunrise over the lake last summer.", "word " * 400]
+    unmasked = MiniLMEmbedder(cache_dir=tmp_path / "unmasked")
+    vectors = [np.asarray(v, dtype=np.float32).tobytes() for v in unmasked.embed_batch(texts)]
+    (built,) = list((tmp_path / "unmasked").glob("minilm-l6-v2-qint8-*.onnx"))
+    ops = Counter(node.op_type for node in onnx.load(str(built)).graph.node)
+    assert ops["Where"] == 0 and ops["Softmax"] == 6
+    monkeypatch.setattr(minilm, "_without_zero_masks", lambda nodes, initializers, outputs: nodes)
+    masked = MiniLMEmbedder(cache_dir=tmp_path / "masked")
+    masked.load()
+    (built,) = list((tmp_path / "masked").glob("minilm-l6-v2-qint8-*.onnx"))
+    assert Counter(n.op_type for n in onnx.load(str(built)).graph.node)["Where"] == 1
+    expected = [np.asarray(v, dtype=np.float32).tobytes() for v in masked.embed_batch(texts)]
+    for text, vector, wanted in zip(texts, vectors, expected, strict=True):
+        assert vector == wanted, text
