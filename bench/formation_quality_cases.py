@@ -34,10 +34,12 @@ from pydantic import (
 from jennah.domain.formation import detect_structures
 
 CASES_DIR = Path(__file__).resolve().parent / "formation_quality"
-SPLITS = ("tune", "holdout", "holdout2", "tune2")
+SPLITS = ("tune", "holdout", "holdout2", "tune2", "tune3")
 # The splits that cover every coverage tag. `tune2` (117-) is a supplement to tune on
 # one theme, hard constraints (allergies, diets, accessibility, standing rules): it is
-# tuned on like `tune` and need not cover every kind of case.
+# tuned on like `tune` and need not cover every kind of case. `tune3` (145-160) is a
+# second one on the same theme, in wordings tune2 does not use (a symptom for "allergy",
+# medical and religious diets by their rules, access needs, "please don't" / "only ever").
 COVERING_SPLITS = ("tune", "holdout", "holdout2")
 ROLES = {
     "user": "TURN_ROLE_USER",
@@ -217,7 +219,7 @@ class StructureExpectation(_Strict):
 
 class Case(_Strict):
     id: str
-    split: Literal["tune", "holdout", "holdout2", "tune2"]
+    split: Literal["tune", "holdout", "holdout2", "tune2", "tune3"]
     tags: list[str] = Field(min_length=1)
     description: str = Field(min_length=1)
     observed_at: datetime = Field(alias="observedAt")
