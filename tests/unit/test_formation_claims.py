@@ -517,6 +517,10 @@ def test_a_claim_that_keeps_changing_fails_the_formation_cleanly_with_aborted() 
         ("The user wants the assistant to remind them to take insulin at 8am.",
          "directive", "health"),
         ("The user cannot eat sugar because of diabetes.", "constraint", "health"),
+        # a reaction to a drug is what the constraint is about, not a treatment
+        ("The user's dad Gordon reacts badly to penicillin.", "constraint", "normal"),
+        # the rule a condition sets, without the condition, shows
+        ("The user wants the assistant to keep the sugar right down.", "directive", "normal"),
         # finances stay finances
         ("The user's budget is 2000 pounds a month.", "constraint", "finances"),
         # statements keep every label
@@ -538,6 +542,19 @@ def test_a_rule_is_sensitive_only_for_a_condition_or_treatment_or_money(
         "The user's husband Tom is coeliac.",
         "The user carries an EpiPen for anaphylaxis.",
         "The user needs step-free access.",
+        # a reaction said as a symptom, of anyone
+        "Shellfish makes the user's wife Aisha really ill.",
+        "The user's dad Gordon reacts badly to penicillin.",
+        "Tom can't have nuts.",
+        "The user's mum can't do spicy food.",
+        # a diet by its rule, a medical diet
+        "The user and their family don't eat pork.",
+        "No meat on Fridays for the user and their family.",
+        "The user's father-in-law Ken is on a low-salt diet.",
+        # an access need
+        "The user wears a hearing aid.",
+        "Sam is blind and uses a screen reader.",
+        "The user is on crutches and can't manage stairs.",
     ],
 )
 def test_an_allergy_intolerance_or_access_need_is_a_constraint(text: str) -> None:

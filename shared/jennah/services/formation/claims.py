@@ -79,9 +79,17 @@ WHEN_TO_USE: dict[MemoryType, str] = {
 
 _CONSTRAINT = re.compile(
     r"\b(?:allergic|allerg(?:y|ies)|intoleran\w*|(?:cannot|can't|can not|must not|mustn't)"
-    r" (?:eat|have|drink|take|use|walk|drive|fly)|vegetarian|vegan|halal|kosher|"
+    r" (?:eat|have|drink|take|use|walk|drive|fly|tolerate|digest|do|manage|handle|climb)|"
+    r"vegetarian|vegan|halal|kosher|"
     r"gluten[- ]free|dairy[- ]free|nut[- ]free|coeliac|celiac|pescatarian|epi-?pens?|"
-    r"anaphyla\w*|wheelchair|step[- ]free|(?:does not|doesn't|no longer) (?:eat|drink)s?|"
+    r"anaphyla\w*|wheelchair|step[- ]free|"
+    r"(?:does not|doesn't|do not|don't|never|no longer) (?:eats?|drinks?|touch(?:es)?)|"
+    r"reacts? (?:badly|really badly|terribly) to|(?:bad|severe|serious) reactions? to|"
+    r"makes? (?:[\w'-]+ ){1,4}?(?:really |very |so |quite )?(?:ill|sick|unwell|poorly)|"
+    r"no (?:meat|pork|beef|fish|alcohol|dairy) on \w+days?|"
+    r"low[- ](?:salt|sodium|sugar|fat|carb|fodmap)|(?:sugar|salt)[- ]free|"
+    r"hearing aids?|deaf|hard of hearing|blind|partially sighted|visually impaired|"
+    r"screen readers?|crutches|walking (?:stick|frame)|mobility scooter|"
     r"budget (?:of|is)|no more than|at most)\b",
     re.IGNORECASE,
 )
