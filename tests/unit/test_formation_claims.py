@@ -585,3 +585,36 @@ def test_a_childs_allergy_is_formed_a_hard_normal_constraint_and_shown_in_the_br
     directives = shown.split("## Directives\n")[1].split("## Topic index")[0]
     assert f"memory://{SCOPE.scope_id}/{allergy.id}" in directives
     assert "is called Zara" not in shown
+
+
+@pytest.mark.parametrize(
+    ("text", "quote"),
+    [
+        ("Shellfish makes the user's wife Aisha really ill.", "Shellfish makes her really ill"),
+        ("The user wears a hearing aid.", "I wear a hearing aid"),
+        ("The user's father-in-law Ken is on a low-salt diet.", "He's on a low-salt diet"),
+    ],
+)
+def test_a_constraint_naming_a_reaction_a_diet_or_an_access_need_is_hard(
+    text: str, quote: str
+) -> None:
+    turns = [_user(quote)]
+    claim = claims.assess(
+        ExtractedCandidate(kind=CandidateKind.FACT, text=text, quote=quote, turns=[0]),
+        claims.refined_type(MemoryType.FACT, text),
+        [0],
+        turns,
+        NOW,
+        claims.zone_of(None),
+    )
+    assert (claim.type, claim.strength) == (MemoryType.CONSTRAINT, Strength.HARD)
+    budget = "The user's budget is 2000 pounds a month."
+    limit = claims.assess(
+        ExtractedCandidate(kind=CandidateKind.FACT, text=budget, quote=budget, turns=[0]),
+        MemoryType.CONSTRAINT,
+        [0],
+        [_user(budget)],
+        NOW,
+        claims.zone_of(None),
+    )
+    assert limit.strength is Strength.SOFT  # a limit is a constraint, not a safety rule

@@ -17,8 +17,9 @@ the extraction schema); what it proposes is checked, what it leaves out is decid
   "remember ..."; user_stated when a user turn it cites states it; inferred otherwise
   (the assistant said it, or no user turn supports it).
 - strength: hard for a directive or constraint worded as a rule ("always", "never",
-  "must", "cannot") or naming an allergy, an intolerance or coeliac disease (a safety
-  rule, design §13), or when the model says hard; soft otherwise. The
+  "must", "cannot") or naming an allergy, an intolerance or coeliac disease, and for a
+  constraint naming any safety rule (a reaction, a diet, an access need: `_SAFETY`;
+  design §13), or when the model says hard; soft otherwise. The
   checks (`checks`) downgrade what is not cited from a user turn.
 - confidence: the model's (clamped to 0..1), else by authority (CONFIDENCE).
 - validUntil: the model's absolute instant when it is after the clock; else the end
@@ -77,8 +78,10 @@ WHEN_TO_USE: dict[MemoryType, str] = {
     MemoryType.IDENTITY: "When addressing or describing the user",
 }
 
-_CONSTRAINT = re.compile(
-    r"\b(?:allergic|allerg(?:y|ies)|intoleran\w*|(?:cannot|can't|can not|must not|mustn't)"
+# What someone cannot have or do, a diet, an access need: a safety rule (hard), and
+# with a limit (a budget, "at most") what makes a fact a constraint.
+_SAFETY = (
+    r"allergic|allerg(?:y|ies)|intoleran\w*|(?:cannot|can't|can not|must not|mustn't)"
     r" (?:eat|have|drink|take|use|walk|drive|fly|tolerate|digest|do|manage|handle|climb)|"
     r"vegetarian|vegan|halal|kosher|"
     r"gluten[- ]free|dairy[- ]free|nut[- ]free|coeliac|celiac|pescatarian|epi-?pens?|"
@@ -89,10 +92,10 @@ _CONSTRAINT = re.compile(
     r"no (?:meat|pork|beef|fish|alcohol|dairy) on \w+days?|"
     r"low[- ](?:salt|sodium|sugar|fat|carb|fodmap)|(?:sugar|salt)[- ]free|"
     r"hearing aids?|deaf|hard of hearing|blind|partially sighted|visually impaired|"
-    r"screen readers?|crutches|walking (?:stick|frame)|mobility scooter|"
-    r"budget (?:of|is)|no more than|at most)\b",
-    re.IGNORECASE,
+    r"screen readers?|crutches|walking (?:stick|frame)|mobility scooter"
 )
+_CONSTRAINT = re.compile(rf"\b(?:{_SAFETY}|budget (?:of|is)|no more than|at most)\b", re.IGNORECASE)
+_SAFETY_RULE = re.compile(rf"\b(?:{_SAFETY})\b", re.IGNORECASE)
 _PREFERENCE = re.compile(
     r"\b(?:prefers?|preferred|likes|loves|enjoys|hates|dislikes|favou?rites?|"
     r"is a fan of|would rather)\b",
@@ -283,7 +286,8 @@ def _strength(extracted: ExtractedCandidate, memory_type: MemoryType, quote: str
         return Strength(proposed)
     rule = memory_type in (MemoryType.DIRECTIVE, MemoryType.CONSTRAINT)
     words = f"{extracted.text} {quote}"
-    return Strength.HARD if rule and _RULE_WORDS.search(words) else Strength.SOFT
+    safety = memory_type is MemoryType.CONSTRAINT and _SAFETY_RULE.search(extracted.text)
+    return Strength.HARD if rule and (_RULE_WORDS.search(words) or safety) else Strength.SOFT
 
 
 def _confidence(
