@@ -1214,3 +1214,18 @@ def test_instructions_said_as_no_more_only_ever_or_make_sure_you_always_are_dire
          "directive"),
         ("The user wants the assistant not to book the user red-eye flights.", "directive"),
     ]  # fmt: skip
+
+
+def test_the_rule_a_condition_sets_is_kept_beside_the_models_fact_naming_the_condition() -> None:
+    turns = _user_only("I'm pregnant, so no soft cheese, raw fish or wine in any recipes.")
+    facts = [
+        {"turn": 1, "text": "The user is pregnant and cannot eat soft cheese, raw fish or wine."}
+    ]
+    found = local_extraction.candidates(facts, turns, {}, _CLOCK)
+    assert [(c.text, c.memory_type) for c in found] == [
+        ("The user is pregnant and cannot eat soft cheese, raw fish or wine.", "fact"),
+        ("The user wants no soft cheese, raw fish or wine in any recipes.", "directive"),
+    ]
+    said_as_a_rule = [{"turn": 1, "text": "The user wants no soft cheese, raw fish or wine."}]
+    found = local_extraction.candidates(said_as_a_rule, turns, {}, _CLOCK)
+    assert len(found) == 1

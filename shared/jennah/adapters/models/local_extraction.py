@@ -73,6 +73,7 @@ from jennah.adapters.models.local_verbatim import (
     constraint_candidates,
     instruction_candidates,
     list_candidates,
+    names_a_condition,
     says_the_same,
     structure_candidates,
 )
@@ -382,9 +383,15 @@ def candidates(
         if not any(len(stems & other) * 2 >= len(stems) for other in seen):
             seen.append(stems)
             found.append(instruction)
+    # The rule a condition sets ("so keep the sugar down") is not said again by a fact
+    # giving it with its condition ("The user is diabetic and avoids sugar"): that is a
+    # health claim, which the brief never shows.
+    rules = [stems_of(c.text) for c in found if not names_a_condition(c.text)]
     for constraint in constraint_candidates(turns, clock):
-        if not any(says_the_same(other, constraint) for other in seen):
+        said = rules if constraint.memory_type == "directive" else seen
+        if not any(says_the_same(other, constraint) for other in said):
             seen.append(stems_of(constraint.text))
+            rules.append(seen[-1])
             found.append(constraint)
     return found + kept
 

@@ -216,6 +216,13 @@ _REASON = re.compile(
     r"hearing|eyesight|back|knees?|hips?)\b",
     re.IGNORECASE,
 )
+
+
+def names_a_condition(text: str) -> bool:
+    """Whether `text` names a condition that sets a rule (`_REASON`)."""
+    return _REASON.search(text) is not None
+
+
 _CLAUSE_BREAK = re.compile(r"[,;:\u2013\u2014]|\b(?:and|but|so)\b", re.IGNORECASE)
 # Words that may lead a clause before its subject: "Bear in mind my son ...".
 _LEAD = re.compile(
