@@ -550,6 +550,7 @@ def test_a_rule_is_sensitive_only_for_a_condition_or_treatment_or_money(
         # a diet by its rule, a medical diet
         "The user and their family don't eat pork.",
         "No meat on Fridays for the user and their family.",
+        "No alcohol for the user.",
         "The user's father-in-law Ken is on a low-salt diet.",
         # an access need
         "The user wears a hearing aid.",

@@ -1150,6 +1150,10 @@ def test_a_constraint_of_someone_named_or_said_as_a_symptom_is_added() -> None:
             "The user and their family don't eat pork in the family's house."
         ],
         "No meat on Fridays for us.": ["No meat on Fridays for the user and their family."],
+        "Yes. No pork and no alcohol for me, ever.": [
+            "No pork for the user.",
+            "No alcohol for the user.",
+        ],
         "Cheese makes me sick.": ["Cheese makes the user sick."],
     }
     for said, expected in conversations.items():

@@ -203,7 +203,8 @@ _SAFETY = re.compile(
     r"(?:can't|cannot|can not|mustn't|must not) (?:have|eat|drink|take|tolerate|digest|do|"
     r"manage|handle|climb|use) (?!it\b|that\b|this\b|them\b|the\b|a\b|an\b|any\b)\w+|"
     r"(?:don't|doesn't|do not|does not|never) (?:eat|eats|drink|drinks|touch|touches) |"
-    r"no (?:meat|pork|beef|fish|alcohol|dairy) on \w+days?|"
+    r"no (?:[\w-]+ ){0,2}?(?:meat|pork|beef|lamb|fish|shellfish|alcohol|dairy|eggs?|nuts?|"
+    r"gluten|caffeine)|"
     r"low[- ](?:salt|sodium|sugar|fat|carb|fodmap)|(?:sugar|salt)[- ]free|"
     r"hearing aids?|deaf|hard of hearing|blind|partially sighted|visually impaired|"
     r"screen readers?|crutches|walking (?:stick|frame)|mobility scooter)\b",
@@ -298,8 +299,11 @@ def constraint_candidates(turns: Sequence[Turn], clock: datetime) -> list[Extrac
             continue
         subject = ""
         reason = False
+        for_whom = re.search(r"\bfor (?:me|us)\b", sentence, re.IGNORECASE)
         for said in (c.strip() for c in _CLAUSE_BREAK.split(sentence) if c.strip()):
             clause = f"{subject} {said}" if subject and _NO_SUBJECT.match(said) else said
+            if for_whom and said.lower().startswith("no ") and not _FOR_US.match(said):
+                clause = f"{said} {for_whom[0]}"  # "No pork and no alcohol for me"
             text = _constraint(clause, person)
             person = _last_person(clause) or person
             subject = _subject_word(clause) or subject
