@@ -12,7 +12,15 @@ What a 1.5B model summarises into nothing or rewrites loosely is better copied:
   a religious or other diet or an accessibility need, in the third person ("The user's
   son Ben is lactose intolerant", "The user has a shellfish allergy"). The brief must
   carry every hard constraint (design §13), and a small model skips what is not the
-  point of its turn.
+  point of its turn. The constraint's words include a reaction said as a symptom
+  ("shellfish makes her ill", "he reacts badly to penicillin"), a diet by its rule ("we
+  don't eat pork", "no meat on Fridays for us", "low-salt"), what someone cannot have or
+  do ("Tom can't have nuts", "can't manage stairs") and access needs (a hearing aid,
+  blind, crutches); its subject is the user, someone named, or "he" / "she" when the
+  user named who before; a subject left out after "and" is the clause's before it;
+- the rule a condition sets, said after "so" ("I'm diabetic, so keep the sugar right
+  down"; "I'm pregnant, so no soft cheese"), as the user's directive without the
+  condition: the condition is a health claim the brief never shows, the rule must show.
 """
 
 from __future__ import annotations
@@ -288,8 +296,8 @@ _NO_SUBJECT = re.compile(
 
 def constraint_candidates(turns: Sequence[Turn], clock: datetime) -> list[ExtractedCandidate]:
     """A user's clause stating a hard constraint (see the module doc), in the third
-    person; the clause, as the user wrote it, is its quote. Then the rule a constraint or
-    a condition sets, said after it ("..., so keep the sugar right down"), as the user's
+    person; the clause, as the user wrote it, is its quote. Then the rule a condition
+    sets, said after it ("I'm diabetic, so keep the sugar right down"), as the user's
     directive."""
     found: list[ExtractedCandidate] = []
     person: str | None = None  # the last person of the user's named: "the user's wife Aisha"
@@ -307,7 +315,7 @@ def constraint_candidates(turns: Sequence[Turn], clock: datetime) -> list[Extrac
             text = _constraint(clause, person)
             person = _last_person(clause) or person
             subject = _subject_word(clause) or subject
-            reason = reason or text is not None or _REASON.search(clause) is not None
+            reason = reason or _REASON.search(clause) is not None
             if text is not None:
                 found.append(_fact(turn, text, clock, said, "fact"))
         rule = _consequence(sentence) if reason else None
@@ -440,8 +448,8 @@ _TO_THIRD_PERSON = (
 
 
 def _consequence(sentence: str) -> tuple[str, str] | None:
-    """(the user's rule, its words) said after "so" in a sentence stating a constraint or a
-    condition; None when the words after it are no rule (see `_RULE_START`)."""
+    """(the user's rule, its words) said after "so" in a sentence naming a condition; None
+    when the words after it are no rule (see `_RULE_START`)."""
     match = _SO.search(sentence)
     if match is None:
         return None
