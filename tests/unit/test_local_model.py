@@ -1232,3 +1232,18 @@ def test_the_rule_a_condition_sets_is_kept_beside_the_models_fact_naming_the_con
     said_as_a_rule = [{"turn": 1, "text": "The user wants no soft cheese, raw fish or wine."}]
     found = local_extraction.candidates(said_as_a_rule, turns, {}, _CLOCK)
     assert len(found) == 1
+
+
+def test_a_rule_in_the_users_words_is_kept_beside_the_assistants_fact_relaying_it() -> None:
+    turns = [
+        local_turns.Turn(0, "user", "Check my hotel profile."),
+        local_turns.Turn(1, "tool_result", "Dietary: no pork, no alcohol."),
+        local_turns.Turn(2, "assistant", "Your profile says no pork and no alcohol."),
+        local_turns.Turn(3, "user", "Yes, all still right. No pork and no alcohol for me, ever."),
+    ]
+    facts = [{"turn": 3, "text": "The assistant said the profile says no pork and no alcohol."}]
+    found = local_extraction.candidates(facts, turns, {}, _CLOCK)
+    assert [(c.text, c.turns) for c in found][1:] == [
+        ("No pork for the user.", [3]),
+        ("No alcohol for the user.", [3]),
+    ]

@@ -378,20 +378,28 @@ def candidates(
         seen.append(stems)
         dated.append((figures(candidate.text), stems))
         found.append(candidate)
+    # What code finds in the user's words is said already only by a fact of the user's: an
+    # assistant's fact ("The assistant said that the profile says no pork") binds nobody.
+    roles = {t.index: t.role for t in turns}
+    said = [stems_of(c.text) for c in found if roles.get(c.turns[0]) == USER]
     for instruction in instruction_candidates(turns, clock):
         stems = stems_of(instruction.text)
-        if not any(len(stems & other) * 2 >= len(stems) for other in seen):
-            seen.append(stems)
+        if not any(len(stems & other) * 2 >= len(stems) for other in said):
+            said.append(stems)
             found.append(instruction)
     # The rule a condition sets ("so keep the sugar down") is not said again by a fact
     # giving it with its condition ("The user is diabetic and avoids sugar"): that is a
     # health claim, which the brief never shows.
-    rules = [stems_of(c.text) for c in found if not names_a_condition(c.text)]
+    rules = [
+        stems_of(c.text)
+        for c in found
+        if roles.get(c.turns[0]) == USER and not names_a_condition(c.text)
+    ]
     for constraint in constraint_candidates(turns, clock):
-        said = rules if constraint.memory_type == "directive" else seen
-        if not any(says_the_same(other, constraint) for other in said):
-            seen.append(stems_of(constraint.text))
-            rules.append(seen[-1])
+        against = rules if constraint.memory_type == "directive" else said
+        if not any(says_the_same(other, constraint) for other in against):
+            said.append(stems_of(constraint.text))
+            rules.append(said[-1])
             found.append(constraint)
     return found + kept
 
