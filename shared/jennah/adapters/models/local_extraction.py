@@ -41,8 +41,10 @@ does the rest, deterministically:
   Any other fact is a fact: a small model's finer labels are not stable enough to
   keep (reconciliation refuses to revise across memory types);
 - tables, code blocks, the assistant's lists, the user's standing instructions and
-  the hard constraints the user states (an allergy, a diet, an accessibility need) the
-  model missed are added by code (`local_verbatim`).
+  the hard constraints the user states (an allergy, a reaction, a diet, an access need,
+  of the user or of someone named) and the rule a condition sets ("I'm diabetic, so keep
+  the sugar down") the model missed are added by code (`local_verbatim`); a fact of the
+  assistant's relaying one does not count as the user having said it.
 Long conversations are split into windows of whole turns, one generation each; a
 greedy loop is cut at its first repeated fact; an empty answer to turns that say
 something substantive is asked again, for at least one fact.

@@ -6,7 +6,8 @@ summary, whenToUse, durability, validUntil, strength and confidence (Vertex does
 the extraction schema); what it proposes is checked, what it leaves out is decided here:
 
 - type: the extractor's (a directive stays a directive); a plain "fact" is refined
-  by its words: constraint (allergies, diets, "cannot eat", limits), preference
+  by its words: constraint (allergies, reactions said as symptoms, diets by name or
+  by rule, "cannot eat" / "can't manage", access needs, limits), preference
   ("prefers", "likes", "favourite"), identity (the user's name, pronouns, age), else
   fact. A fact the assistant supplied stays a fact.
 - about: who or what it concerns ("the user", "the user's son", a name).
