@@ -34,11 +34,14 @@ from pydantic import (
 from jennah.domain.formation import detect_structures
 
 CASES_DIR = Path(__file__).resolve().parent / "formation_quality"
-SPLITS = ("tune", "holdout", "holdout2", "tune2", "holdout3")
+SPLITS = ("tune", "holdout", "holdout2", "tune2", "holdout3", "tune3")
 # The splits that cover every coverage tag. `tune2` (117-130) is a supplement to tune on
 # one theme, hard constraints (allergies, diets, accessibility, standing rules): it is
 # tuned on like `tune` and need not cover every kind of case. `holdout3` (131-144) is a
 # held-out split on the same theme, never tuned on: it need not cover them either.
+# `tune3` (145-160) is a second tuning supplement on that theme, in wordings tune2 does
+# not use (a symptom for "allergy", medical and religious diets by their rules, access
+# needs, "please don't" / "only ever").
 COVERING_SPLITS = ("tune", "holdout", "holdout2")
 ROLES = {
     "user": "TURN_ROLE_USER",
@@ -218,7 +221,7 @@ class StructureExpectation(_Strict):
 
 class Case(_Strict):
     id: str
-    split: Literal["tune", "holdout", "holdout2", "tune2", "holdout3"]
+    split: Literal["tune", "holdout", "holdout2", "tune2", "holdout3", "tune3"]
     tags: list[str] = Field(min_length=1)
     description: str = Field(min_length=1)
     observed_at: datetime = Field(alias="observedAt")

@@ -517,6 +517,10 @@ def test_a_claim_that_keeps_changing_fails_the_formation_cleanly_with_aborted() 
         ("The user wants the assistant to remind them to take insulin at 8am.",
          "directive", "health"),
         ("The user cannot eat sugar because of diabetes.", "constraint", "health"),
+        # a reaction to a drug is what the constraint is about, not a treatment
+        ("The user's dad Gordon reacts badly to penicillin.", "constraint", "normal"),
+        # the rule a condition sets, without the condition, shows
+        ("The user wants the assistant to keep the sugar right down.", "directive", "normal"),
         # finances stay finances
         ("The user's budget is 2000 pounds a month.", "constraint", "finances"),
         # statements keep every label
@@ -538,6 +542,20 @@ def test_a_rule_is_sensitive_only_for_a_condition_or_treatment_or_money(
         "The user's husband Tom is coeliac.",
         "The user carries an EpiPen for anaphylaxis.",
         "The user needs step-free access.",
+        # a reaction said as a symptom, of anyone
+        "Shellfish makes the user's wife Aisha really ill.",
+        "The user's dad Gordon reacts badly to penicillin.",
+        "Tom can't have nuts.",
+        "The user's mum can't do spicy food.",
+        # a diet by its rule, a medical diet
+        "The user and their family don't eat pork.",
+        "No meat on Fridays for the user and their family.",
+        "No alcohol for the user.",
+        "The user's father-in-law Ken is on a low-salt diet.",
+        # an access need
+        "The user wears a hearing aid.",
+        "Sam is blind and uses a screen reader.",
+        "The user is on crutches and can't manage stairs.",
     ],
 )
 def test_an_allergy_intolerance_or_access_need_is_a_constraint(text: str) -> None:
@@ -568,3 +586,36 @@ def test_a_childs_allergy_is_formed_a_hard_normal_constraint_and_shown_in_the_br
     directives = shown.split("## Directives\n")[1].split("## Topic index")[0]
     assert f"memory://{SCOPE.scope_id}/{allergy.id}" in directives
     assert "is called Zara" not in shown
+
+
+@pytest.mark.parametrize(
+    ("text", "quote"),
+    [
+        ("Shellfish makes the user's wife Aisha really ill.", "Shellfish makes her really ill"),
+        ("The user wears a hearing aid.", "I wear a hearing aid"),
+        ("The user's father-in-law Ken is on a low-salt diet.", "He's on a low-salt diet"),
+    ],
+)
+def test_a_constraint_naming_a_reaction_a_diet_or_an_access_need_is_hard(
+    text: str, quote: str
+) -> None:
+    turns = [_user(quote)]
+    claim = claims.assess(
+        ExtractedCandidate(kind=CandidateKind.FACT, text=text, quote=quote, turns=[0]),
+        claims.refined_type(MemoryType.FACT, text),
+        [0],
+        turns,
+        NOW,
+        claims.zone_of(None),
+    )
+    assert (claim.type, claim.strength) == (MemoryType.CONSTRAINT, Strength.HARD)
+    budget = "The user's budget is 2000 pounds a month."
+    limit = claims.assess(
+        ExtractedCandidate(kind=CandidateKind.FACT, text=budget, quote=budget, turns=[0]),
+        MemoryType.CONSTRAINT,
+        [0],
+        [_user(budget)],
+        NOW,
+        claims.zone_of(None),
+    )
+    assert limit.strength is Strength.SOFT  # a limit is a constraint, not a safety rule

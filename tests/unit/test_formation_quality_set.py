@@ -30,7 +30,7 @@ def test_the_set_is_large_and_every_split_covers_every_kind_of_case() -> None:
     assert len(loaded) >= 110
     sizes = {split: sum(c.split == split for c in loaded) for split in cases.SPLITS}
     assert sizes["tune"] == sizes["holdout"] >= 40 and sizes["holdout2"] >= 30
-    assert sizes["tune2"] >= 10 and sizes["holdout3"] >= 14
+    assert sizes["tune2"] >= 10 and sizes["holdout3"] >= 14 and sizes["tune3"] >= 10
     for split in cases.COVERING_SPLITS:
         chosen = [c for c in loaded if c.split == split]
         for tag in cases.COVERAGE_TAGS:

@@ -961,6 +961,7 @@ def test_an_assistants_sentence_gives_one_fact_and_so_does_one_leaning_on_it() -
     assert [c.text for c in candidates] == [
         "The assistant recommended miso salmon with greens.",
         "The assistant said that the yearly limit is 4,000.",
+        "The user doesn't eat meat any more.",  # a diet the model missed, added by code
     ]
 
 
@@ -1116,4 +1117,133 @@ def test_a_diet_the_model_stated_in_other_words_is_not_added_again_but_a_second_
         "The user is now vegetarian.",
         "The user is allergic to peanuts.",
         "The user is allergic to shellfish too.",
+    ]
+
+
+# Hard constraints in wordings beyond the listed words (issue 16: every hard constraint
+# in the brief, for any wording): someone named, a symptom, a diet by its rule, an access
+# need, a subject left out after "and", and the rule a condition sets.
+
+
+def _user_only(*contents: str) -> list[local_turns.Turn]:
+    return [local_turns.Turn(i, "user", c) for i, c in enumerate(contents)]
+
+
+def test_a_constraint_of_someone_named_or_said_as_a_symptom_is_added() -> None:
+    conversations = {
+        "Tom from next door is coming. Tom can't have nuts, not even a trace.": [
+            "Tom can't have nuts."
+        ],
+        "It's my wife Aisha's birthday. Shellfish makes her really ill.": [
+            "Shellfish makes the user's wife Aisha really ill."
+        ],
+        "These are notes for my dad Gordon's carers. He reacts badly to penicillin.": [
+            "The user's dad Gordon reacts badly to penicillin."
+        ],
+        "Sam is blind and uses a screen reader.": ["Sam is blind.", "Sam uses a screen reader."],
+        "Oh, and Mum can't manage stairs.": ["The user's mum can't manage stairs."],
+        "I'm on crutches for six weeks and can't manage stairs.": [
+            "The user is on crutches for six weeks.",
+            "The user can't manage stairs.",
+        ],
+        "We don't eat pork in our house.": [
+            "The user and their family don't eat pork in the family's house."
+        ],
+        "No meat on Fridays for us.": ["No meat on Fridays for the user and their family."],
+        "Yes. No pork and no alcohol for me, ever.": [
+            "No pork for the user.",
+            "No alcohol for the user.",
+        ],
+        "Cheese makes me sick.": ["Cheese makes the user sick."],
+    }
+    for said, expected in conversations.items():
+        found = local_extraction.candidates([], _user_only(said), {}, _CLOCK)
+        assert [c.text for c in found] == expected, said
+        assert all(c.quote in said and c.memory_type == "fact" for c in found)
+
+
+def test_no_constraint_is_made_of_a_he_or_she_nobody_named_a_hypothetical_or_a_vague_it() -> None:
+    turns = _user_only(
+        "She reacts badly to penicillin.",
+        "If I went vegan I would miss cheese. It makes me ill.",
+        "You can't have it both ways.",
+    )
+    assert local_extraction.candidates([], turns, {}, _CLOCK) == []
+
+
+def test_the_rule_a_condition_sets_is_the_users_directive_but_not_one_a_constraint_sets() -> None:
+    turns = _user_only(
+        "I'm diabetic, so keep the sugar right down, no puddings or fruit juice.",
+        "I'm pregnant, so no soft cheese or wine in any recipes you give me.",
+        "I wear a hearing aid, so please message me instead of calling.",
+        # the constraint itself is the rule (it shows in the brief): no second one
+        "My mum uses a wheelchair, so anywhere we go has to have step-free access.",
+    )
+    found = local_extraction.candidates([], turns, {}, _CLOCK)
+    rules = [(c.text, c.turns) for c in found if c.memory_type == "directive"]
+    assert rules == [
+        ("The user wants the assistant to keep the sugar right down, no puddings or fruit "
+         "juice.", [0]),
+        ("The user wants no soft cheese or wine in any recipes the assistant gives the user.",
+         [1]),
+        ("The user wants the assistant to message the user instead of calling.", [2]),
+    ]  # fmt: skip
+    assert [c.text for c in found if c.turns == [3]] == ["The user's mum uses a wheelchair."]
+    assert all(c.quote in turns[c.turns[0]].content for c in found)
+
+
+def test_an_errand_a_clause_leaning_on_it_or_a_rule_without_a_condition_is_no_rule() -> None:
+    turns = _user_only(
+        "I'm diabetic, so swap the bacon for something else.",
+        "I'm pregnant, so keep it out of every course.",
+        "We're off to Spain, so keep the sugar down.",
+    )
+    assert local_extraction.candidates([], turns, {}, _CLOCK) == []
+
+
+def test_instructions_said_as_no_more_only_ever_or_make_sure_you_always_are_directives() -> None:
+    turns = _user_only(
+        "And no more early-morning flights, the 6am one nearly finished me off.",
+        "For train bookings, only ever book me an aisle seat.",
+        "Make sure you always put the platform number in the message.",
+        "For the record, don't ever book me red-eye flights.",
+    )
+    found = local_extraction.candidates([], turns, {}, _CLOCK)
+    assert [(c.text, c.memory_type) for c in found] == [
+        ("The user wants no more early-morning flights.", "directive"),
+        ("For train bookings, the user wants the assistant to only ever book the user an "
+         "aisle seat.", "directive"),
+        ("The user wants the assistant to always put the platform number in the message.",
+         "directive"),
+        ("The user wants the assistant not to book the user red-eye flights.", "directive"),
+    ]  # fmt: skip
+
+
+def test_the_rule_a_condition_sets_is_kept_beside_the_models_fact_naming_the_condition() -> None:
+    turns = _user_only("I'm pregnant, so no soft cheese, raw fish or wine in any recipes.")
+    facts = [
+        {"turn": 1, "text": "The user is pregnant and cannot eat soft cheese, raw fish or wine."}
+    ]
+    found = local_extraction.candidates(facts, turns, {}, _CLOCK)
+    assert [(c.text, c.memory_type) for c in found] == [
+        ("The user is pregnant and cannot eat soft cheese, raw fish or wine.", "fact"),
+        ("The user wants no soft cheese, raw fish or wine in any recipes.", "directive"),
+    ]
+    said_as_a_rule = [{"turn": 1, "text": "The user wants no soft cheese, raw fish or wine."}]
+    found = local_extraction.candidates(said_as_a_rule, turns, {}, _CLOCK)
+    assert len(found) == 1
+
+
+def test_a_rule_in_the_users_words_is_kept_beside_the_assistants_fact_relaying_it() -> None:
+    turns = [
+        local_turns.Turn(0, "user", "Check my hotel profile."),
+        local_turns.Turn(1, "tool_result", "Dietary: no pork, no alcohol."),
+        local_turns.Turn(2, "assistant", "Your profile says no pork and no alcohol."),
+        local_turns.Turn(3, "user", "Yes, all still right. No pork and no alcohol for me, ever."),
+    ]
+    facts = [{"turn": 3, "text": "The assistant said the profile says no pork and no alcohol."}]
+    found = local_extraction.candidates(facts, turns, {}, _CLOCK)
+    assert [(c.text, c.turns) for c in found][1:] == [
+        ("No pork for the user.", [3]),
+        ("No alcohol for the user.", [3]),
     ]

@@ -41,8 +41,10 @@ does the rest, deterministically:
   Any other fact is a fact: a small model's finer labels are not stable enough to
   keep (reconciliation refuses to revise across memory types);
 - tables, code blocks, the assistant's lists, the user's standing instructions and
-  the hard constraints the user states (an allergy, a diet, an accessibility need) the
-  model missed are added by code (`local_verbatim`).
+  the hard constraints the user states (an allergy, a reaction, a diet, an access need,
+  of the user or of someone named) and the rule a condition sets ("I'm diabetic, so keep
+  the sugar down") the model missed are added by code (`local_verbatim`); a fact of the
+  assistant's relaying one does not count as the user having said it.
 Long conversations are split into windows of whole turns, one generation each; a
 greedy loop is cut at its first repeated fact; an empty answer to turns that say
 something substantive is asked again, for at least one fact.
@@ -73,6 +75,7 @@ from jennah.adapters.models.local_verbatim import (
     constraint_candidates,
     instruction_candidates,
     list_candidates,
+    names_a_condition,
     says_the_same,
     structure_candidates,
 )
@@ -377,14 +380,28 @@ def candidates(
         seen.append(stems)
         dated.append((figures(candidate.text), stems))
         found.append(candidate)
+    # What code finds in the user's words is said already only by a fact of the user's: an
+    # assistant's fact ("The assistant said that the profile says no pork") binds nobody.
+    roles = {t.index: t.role for t in turns}
+    said = [stems_of(c.text) for c in found if roles.get(c.turns[0]) == USER]
     for instruction in instruction_candidates(turns, clock):
         stems = stems_of(instruction.text)
-        if not any(len(stems & other) * 2 >= len(stems) for other in seen):
-            seen.append(stems)
+        if not any(len(stems & other) * 2 >= len(stems) for other in said):
+            said.append(stems)
             found.append(instruction)
+    # The rule a condition sets ("so keep the sugar down") is not said again by a fact
+    # giving it with its condition ("The user is diabetic and avoids sugar"): that is a
+    # health claim, which the brief never shows.
+    rules = [
+        stems_of(c.text)
+        for c in found
+        if roles.get(c.turns[0]) == USER and not names_a_condition(c.text)
+    ]
     for constraint in constraint_candidates(turns, clock):
-        if not any(says_the_same(other, constraint) for other in seen):
-            seen.append(stems_of(constraint.text))
+        against = rules if constraint.memory_type == "directive" else said
+        if not any(says_the_same(other, constraint) for other in against):
+            said.append(stems_of(constraint.text))
+            rules.append(said[-1])
             found.append(constraint)
     return found + kept
 

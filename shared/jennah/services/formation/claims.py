@@ -6,7 +6,8 @@ summary, whenToUse, durability, validUntil, strength and confidence (Vertex does
 the extraction schema); what it proposes is checked, what it leaves out is decided here:
 
 - type: the extractor's (a directive stays a directive); a plain "fact" is refined
-  by its words: constraint (allergies, diets, "cannot eat", limits), preference
+  by its words: constraint (allergies, reactions said as symptoms, diets by name or
+  by rule, "cannot eat" / "can't manage", access needs, limits), preference
   ("prefers", "likes", "favourite"), identity (the user's name, pronouns, age), else
   fact. A fact the assistant supplied stays a fact.
 - about: who or what it concerns ("the user", "the user's son", a name).
@@ -17,8 +18,9 @@ the extraction schema); what it proposes is checked, what it leaves out is decid
   "remember ..."; user_stated when a user turn it cites states it; inferred otherwise
   (the assistant said it, or no user turn supports it).
 - strength: hard for a directive or constraint worded as a rule ("always", "never",
-  "must", "cannot") or naming an allergy, an intolerance or coeliac disease (a safety
-  rule, design §13), or when the model says hard; soft otherwise. The
+  "must", "cannot") or naming an allergy, an intolerance or coeliac disease, and for a
+  constraint naming any safety rule (a reaction, a diet, an access need: `_SAFETY`;
+  design §13), or when the model says hard; soft otherwise. The
   checks (`checks`) downgrade what is not cited from a user turn.
 - confidence: the model's (clamped to 0..1), else by authority (CONFIDENCE).
 - validUntil: the model's absolute instant when it is after the clock; else the end
@@ -77,14 +79,25 @@ WHEN_TO_USE: dict[MemoryType, str] = {
     MemoryType.IDENTITY: "When addressing or describing the user",
 }
 
-_CONSTRAINT = re.compile(
-    r"\b(?:allergic|allerg(?:y|ies)|intoleran\w*|(?:cannot|can't|can not|must not|mustn't)"
-    r" (?:eat|have|drink|take|use|walk|drive|fly)|vegetarian|vegan|halal|kosher|"
+# What someone cannot have or do, a diet, an access need: a safety rule (hard), and
+# with a limit (a budget, "at most") what makes a fact a constraint.
+_SAFETY = (
+    r"allergic|allerg(?:y|ies)|intoleran\w*|(?:cannot|can't|can not|must not|mustn't)"
+    r" (?:eat|have|drink|take|use|walk|drive|fly|tolerate|digest|do|manage|handle|climb)|"
+    r"vegetarian|vegan|halal|kosher|"
     r"gluten[- ]free|dairy[- ]free|nut[- ]free|coeliac|celiac|pescatarian|epi-?pens?|"
-    r"anaphyla\w*|wheelchair|step[- ]free|(?:does not|doesn't|no longer) (?:eat|drink)s?|"
-    r"budget (?:of|is)|no more than|at most)\b",
-    re.IGNORECASE,
+    r"anaphyla\w*|wheelchair|step[- ]free|"
+    r"(?:does not|doesn't|do not|don't|never|no longer) (?:eats?|drinks?|touch(?:es)?)|"
+    r"reacts? (?:badly|really badly|terribly) to|(?:bad|severe|serious) reactions? to|"
+    r"makes? (?:[\w'-]+ ){1,4}?(?:really |very |so |quite )?(?:ill|sick|unwell|poorly)|"
+    r"no (?:[\w-]+ ){0,2}?(?:meat|pork|beef|lamb|fish|shellfish|alcohol|dairy|eggs?|nuts?|"
+    r"gluten|caffeine)|"
+    r"low[- ](?:salt|sodium|sugar|fat|carb|fodmap)|(?:sugar|salt)[- ]free|"
+    r"hearing aids?|deaf|hard of hearing|blind|partially sighted|visually impaired|"
+    r"screen readers?|crutches|walking (?:stick|frame)|mobility scooter"
 )
+_CONSTRAINT = re.compile(rf"\b(?:{_SAFETY}|budget (?:of|is)|no more than|at most)\b", re.IGNORECASE)
+_SAFETY_RULE = re.compile(rf"\b(?:{_SAFETY})\b", re.IGNORECASE)
 _PREFERENCE = re.compile(
     r"\b(?:prefers?|preferred|likes|loves|enjoys|hates|dislikes|favou?rites?|"
     r"is a fan of|would rather)\b",
@@ -275,7 +288,8 @@ def _strength(extracted: ExtractedCandidate, memory_type: MemoryType, quote: str
         return Strength(proposed)
     rule = memory_type in (MemoryType.DIRECTIVE, MemoryType.CONSTRAINT)
     words = f"{extracted.text} {quote}"
-    return Strength.HARD if rule and _RULE_WORDS.search(words) else Strength.SOFT
+    safety = memory_type is MemoryType.CONSTRAINT and _SAFETY_RULE.search(extracted.text)
+    return Strength.HARD if rule and (_RULE_WORDS.search(words) or safety) else Strength.SOFT
 
 
 def _confidence(
