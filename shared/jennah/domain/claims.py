@@ -36,6 +36,20 @@ MAX_EXTENSION_VALUE_LENGTH = rules.MAX_METADATA_VALUE_LENGTH
 SAFETY_CONDITION_WORDS = (
     r"allergic|allerg(?:y|ies)|intoleran\w*|coeliac|celiac|anaphyla\w*|epi-?pens?"
 )
+# The other words of a safety rule both read: a reaction said as one, a diet by its
+# name, a diet by its rule, an access need.
+REACTION_WORDS = r"reacts? (?:badly|really badly|terribly) to|(?:bad|severe|serious) reactions? to"
+DIET_WORDS = r"halal|kosher|vegan|vegetarian|pescatarian|gluten[- ]free|dairy[- ]free|nut[- ]free"
+DIET_RULE_WORDS = (
+    r"no (?:[\w-]+ ){0,2}?(?:meat|pork|beef|lamb|fish|shellfish|alcohol|dairy|eggs?|nuts?|"
+    r"gluten|caffeine)|"
+    r"low[- ](?:salt|sodium|sugar|fat|carb|fodmap)|(?:sugar|salt)[- ]free"
+)
+ACCESS_WORDS = (
+    r"wheelchair|step[- ]free|"
+    r"hearing aids?|deaf|hard of hearing|blind|partially sighted|visually impaired|"
+    r"screen readers?|crutches|walking (?:stick|frame)|mobility scooter"
+)
 
 # The statuses a direct write (memory:commit) may give a new claim. `expired` is reached
 # when validUntil arrives (the lifecycle pass closes the validity window) and

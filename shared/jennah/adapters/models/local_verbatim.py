@@ -39,7 +39,7 @@ from jennah.adapters.models.local_turns import (
     as_sentence,
     stems_of,
 )
-from jennah.domain.claims import SAFETY_CONDITION_WORDS
+from jennah.domain import claims
 from jennah.domain.formation import CandidateKind, ExtractedCandidate, Structure, StructureKind
 
 _TRACE = re.compile(
@@ -204,19 +204,12 @@ def _lead_in(content: str, text: str) -> str:
 # said as a symptom, a diet (by name or by its rule), something someone cannot have or
 # do, an access need.
 _SAFETY = re.compile(
-    rf"\b(?:{SAFETY_CONDITION_WORDS}|"
-    r"halal|kosher|vegan|vegetarian|pescatarian|gluten[- ]free|dairy[- ]free|nut[- ]free|"
-    r"wheelchair|step[- ]free|"
-    r"reacts? (?:badly|really badly|terribly) to|(?:bad|severe|serious) reactions? to|"
+    rf"\b(?:{claims.SAFETY_CONDITION_WORDS}|{claims.DIET_WORDS}|{claims.REACTION_WORDS}|"
     r"makes? (?:me|him|her|them|us) (?:really |very |so |quite )?(?:ill|sick|unwell|poorly)|"
     r"(?:can't|cannot|can not|mustn't|must not) (?:have|eat|drink|take|tolerate|digest|do|"
     r"manage|handle|climb|use) (?!it\b|that\b|this\b|them\b|the\b|a\b|an\b|any\b)\w+|"
     r"(?:don't|doesn't|do not|does not|never) (?:eat|eats|drink|drinks|touch|touches) |"
-    r"no (?:[\w-]+ ){0,2}?(?:meat|pork|beef|lamb|fish|shellfish|alcohol|dairy|eggs?|nuts?|"
-    r"gluten|caffeine)|"
-    r"low[- ](?:salt|sodium|sugar|fat|carb|fodmap)|(?:sugar|salt)[- ]free|"
-    r"hearing aids?|deaf|hard of hearing|blind|partially sighted|visually impaired|"
-    r"screen readers?|crutches|walking (?:stick|frame)|mobility scooter)\b",
+    rf"{claims.DIET_RULE_WORDS}|{claims.ACCESS_WORDS})\b",
     re.IGNORECASE,
 )
 # A condition that sets a rule without being one ("I'm diabetic, so keep the sugar

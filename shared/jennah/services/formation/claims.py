@@ -82,19 +82,13 @@ WHEN_TO_USE: dict[MemoryType, str] = {
 # What someone cannot have or do, a diet, an access need: a safety rule (hard), and
 # with a limit (a budget, "at most") what makes a fact a constraint.
 _SAFETY = (
-    r"allergic|allerg(?:y|ies)|intoleran\w*|(?:cannot|can't|can not|must not|mustn't)"
+    rf"{claims.SAFETY_CONDITION_WORDS}|(?:cannot|can't|can not|must not|mustn't)"
     r" (?:eat|have|drink|take|use|walk|drive|fly|tolerate|digest|do|manage|handle|climb)|"
-    r"vegetarian|vegan|halal|kosher|"
-    r"gluten[- ]free|dairy[- ]free|nut[- ]free|coeliac|celiac|pescatarian|epi-?pens?|"
-    r"anaphyla\w*|wheelchair|step[- ]free|"
+    rf"{claims.DIET_WORDS}|{claims.ACCESS_WORDS}|"
     r"(?:does not|doesn't|do not|don't|never|no longer) (?:eats?|drinks?|touch(?:es)?)|"
-    r"reacts? (?:badly|really badly|terribly) to|(?:bad|severe|serious) reactions? to|"
+    rf"{claims.REACTION_WORDS}|"
     r"makes? (?:[\w'-]+ ){1,4}?(?:really |very |so |quite )?(?:ill|sick|unwell|poorly)|"
-    r"no (?:[\w-]+ ){0,2}?(?:meat|pork|beef|lamb|fish|shellfish|alcohol|dairy|eggs?|nuts?|"
-    r"gluten|caffeine)|"
-    r"low[- ](?:salt|sodium|sugar|fat|carb|fodmap)|(?:sugar|salt)[- ]free|"
-    r"hearing aids?|deaf|hard of hearing|blind|partially sighted|visually impaired|"
-    r"screen readers?|crutches|walking (?:stick|frame)|mobility scooter"
+    rf"{claims.DIET_RULE_WORDS}"
 )
 _CONSTRAINT = re.compile(rf"\b(?:{_SAFETY}|budget (?:of|is)|no more than|at most)\b", re.IGNORECASE)
 _SAFETY_RULE = re.compile(rf"\b(?:{_SAFETY})\b", re.IGNORECASE)
