@@ -47,14 +47,19 @@ def record_text(index: int) -> str:
     return f"record {index}: " + " ".join(WORDS[(index * k) % len(WORDS)] for k in (3, 7, 11, 13))
 
 
-def record_id(index: int) -> str:
+def record_id(index: int, text_of: Callable[[int], str] = record_text) -> str:
     """The chunk id of synthetic record `index`."""
-    return rules.chunk_id(record_text(index), valid_at_for(index))
+    return rules.chunk_id(text_of(index), valid_at_for(index))
 
 
-def synthetic_record(index: int, vector: Sequence[float], scope: ScopeRef = SCOPE) -> MemoryRecord:
+def synthetic_record(
+    index: int,
+    vector: Sequence[float],
+    scope: ScopeRef = SCOPE,
+    text_of: Callable[[int], str] = record_text,
+) -> MemoryRecord:
     """One chunk with metadata and a validAt, as memory:commit would build it."""
-    text = record_text(index)
+    text = text_of(index)
     valid_at = valid_at_for(index)
     return MemoryRecord(
         id=rules.chunk_id(text, valid_at),
@@ -72,13 +77,19 @@ def synthetic_record(index: int, vector: Sequence[float], scope: ScopeRef = SCOP
 
 
 def plans(
-    vectors: Vectors, batch: int, first_index: int = 0, scope: ScopeRef = SCOPE
+    vectors: Vectors,
+    batch: int,
+    first_index: int = 0,
+    scope: ScopeRef = SCOPE,
+    text_of: Callable[[int], str] = record_text,
 ) -> Iterator[CommitPlan]:
-    """CommitPlans of `batch` chunks carrying the precomputed `vectors`."""
+    """CommitPlans of `batch` chunks carrying the precomputed `vectors`, record i's text
+    `text_of(i)`."""
     for start in range(0, len(vectors), batch):
         chunk = vectors[start : start + batch]
         records = [
-            synthetic_record(first_index + start + i, chunk[i], scope) for i in range(len(chunk))
+            synthetic_record(first_index + start + i, chunk[i], scope, text_of)
+            for i in range(len(chunk))
         ]
         yield CommitPlan(scope=scope, chunks=records)
 

@@ -11,6 +11,12 @@ no model runs) for short questions made of the records' words, and, separately,
 the MiniLM query-embedding time. The first query after reopening the store follows
 `store.warm_indexes()`, as `jnh serve` does at start.
 
+The records' texts: `--corpus synthetic` (the default, the worst case for the word
+searches) draws each text from 53 words, so a question matches a median of ~11k of 100k
+records; `--corpus locomo` gives the records the texts of LoCoMo's 5,882 turns in turn
+("Speaker: text", so the word statistics of real conversation, each turn ~17 times at
+100k) and asks LoCoMo's questions (categories 1-4) for the hybrid search.
+
 Targets (issue 2): p50 <= 5 ms at 10k, <= 25 ms at 100k (top-k); issue 15: hybrid
 top-10 p50 <= 25 ms at 100k.
 """
@@ -22,6 +28,7 @@ import random
 import tempfile
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -38,6 +45,7 @@ from _common import (
     percentile,
     plans,
     record_id,
+    record_text,
     short_texts,
     summary,
     table,
@@ -47,6 +55,8 @@ from _common import (
 from jennah.domain.models import FilterOperator, MetadataFilter
 from jennah.services import query as query_service
 from jennah.services.commands import QueryCommand, SemanticQuery
+from locomo import DEFAULT_DATA as LOCOMO_DATA
+from locomo import load as load_locomo
 
 TARGET_P50_MS = {10_000: 5.0, 100_000: 25.0}
 HYBRID_TARGET_P50_MS = {100_000: 25.0}
@@ -56,7 +66,9 @@ BASELINE = "numpy brute force, einsum (baseline)"
 
 def main() -> None:
     args = _parse_args()
-    print(f"query latency, SQLite store, top-{args.top_k} ({machine_line()})\n")
+    print(
+        f"query latency, SQLite store, top-{args.top_k}, corpus {args.corpus} ({machine_line()})\n"
+    )
     rows: list[list[object]] = []
     checks: list[str] = []
     for count in args.records:
@@ -85,6 +97,18 @@ def _parse_args() -> argparse.Namespace:
     parser.add_argument("--batch", type=int, default=500, help="chunks per CommitPlan")
     parser.add_argument("--seed", type=int, default=42)
     parser.add_argument("--skip-embedding", action="store_true", help="skip the MiniLM timing")
+    parser.add_argument(
+        "--corpus",
+        choices=["synthetic", "locomo"],
+        default="synthetic",
+        help="the records' texts and the hybrid questions (default synthetic, the worst case)",
+    )
+    parser.add_argument(
+        "--data",
+        type=Path,
+        default=LOCOMO_DATA,
+        help="LoCoMo's locomo10.json for --corpus locomo (default ../shared/data/locomo10.json)",
+    )
     return parser.parse_args()
 
 
@@ -92,10 +116,11 @@ def _run_size(count: int, args: argparse.Namespace, checks: list[str]) -> list[l
     rng = np.random.default_rng(args.seed)
     vectors = unit_vectors(rng, count)
     queries = unit_vectors(np.random.default_rng(args.seed + 1), args.queries)
+    corpus = _corpus(args, len(queries))
     with tempfile.TemporaryDirectory(prefix="jennah-bench-") as tmp:
         store = open_sqlite_store(Path(tmp))
         started = time.perf_counter()
-        for plan in plans(vectors, args.batch):
+        for plan in plans(vectors, args.batch, text_of=corpus.text_of):
             store.apply(plan)
         load_s = time.perf_counter() - started
         checks.append(
@@ -110,7 +135,7 @@ def _run_size(count: int, args: argparse.Namespace, checks: list[str]) -> list[l
         started = time.perf_counter()
         store.search_chunks(SCOPE, list(map(float, queries[-1])), args.top_k, [], _now())
         first_ms = (time.perf_counter() - started) * 1000
-        rows = _time_store(store, count, vectors, queries, args, checks)
+        rows = _time_store(store, count, vectors, queries, corpus, args, checks)
         _close(store)
     rows.insert(0, [count, "first query after reopening", first_ms, "", "", "", "", ""])
     rows.insert(0, [count, "warm_indexes() at reopening", warm_ms, "", "", "", "", ""])
@@ -131,6 +156,22 @@ class _GivenVector:
         return lambda: vector
 
 
+@dataclass(frozen=True)
+class _Corpus:
+    text_of: Callable[[int], str]  # record i's text
+    questions: list[str]  # the hybrid search's question i
+
+
+def _corpus(args: argparse.Namespace, count: int) -> _Corpus:
+    if args.corpus == "synthetic":
+        return _Corpus(record_text, _questions(count, seed=count))
+
+    conversations = load_locomo(args.data)
+    texts = [turn.chunk_text for conv in conversations for turn in conv.turns]
+    asked = [q.text for conv in conversations for q in conv.questions]
+    return _Corpus(lambda i: texts[i % len(texts)], [asked[i % len(asked)] for i in range(count)])
+
+
 def _questions(count: int, seed: int) -> list[str]:
     """Short questions of the records' words: two or three topic words, one mistyped in
     every fourth question (so the typo-tolerant search runs)."""
@@ -145,8 +186,7 @@ def _questions(count: int, seed: int) -> list[str]:
     return out
 
 
-def _hybrid_call(store: Any, queries: Vectors, k: int) -> Callable[[int], object]:
-    texts = _questions(len(queries), seed=len(queries))
+def _hybrid_call(store: Any, queries: Vectors, texts: list[str], k: int) -> Callable[[int], object]:
     embedder = _GivenVector({t: list(map(float, q)) for t, q in zip(texts, queries, strict=True)})
 
     def hybrid(i: int) -> object:
@@ -167,6 +207,7 @@ def _time_store(
     count: int,
     vectors: Vectors,
     queries: Vectors,
+    corpus: _Corpus,
     args: argparse.Namespace,
     checks: list[str],
 ) -> list[list[object]]:
@@ -197,12 +238,12 @@ def _time_store(
             "top-k + asOfValid mid-2024",
             lambda i: store.search_chunks(SCOPE, query_lists[i], k, [], midyear),
         ),
-        (HYBRID, _hybrid_call(store, queries, k)),
+        (HYBRID, _hybrid_call(store, queries, corpus.questions, k)),
         (BASELINE, numpy_einsum),
         ("numpy brute force, OpenBLAS @", numpy_blas),
     ]
     samples = _round_robin(kinds, len(queries))
-    checks.append(_agreement(store, count, vectors, queries, k, now))
+    checks.append(_agreement(store, count, vectors, queries, k, now, corpus.text_of))
     base = summary(samples[BASELINE])
     target = TARGET_P50_MS.get(count)
     rows: list[list[object]] = []
@@ -234,7 +275,13 @@ def _round_robin(
 
 
 def _agreement(
-    store: Any, count: int, vectors: Vectors, queries: Vectors, k: int, now: datetime
+    store: Any,
+    count: int,
+    vectors: Vectors,
+    queries: Vectors,
+    k: int,
+    now: datetime,
+    text_of: Callable[[int], str],
 ) -> str:
     """The store's top-k should be the exact top-k, in the same order."""
     checked = min(20, len(queries))
@@ -242,7 +289,7 @@ def _agreement(
     for q in queries[:checked]:
         got = [r.record.id for r in store.search_chunks(SCOPE, list(map(float, q)), k, [], now)]
         scores = vectors @ q
-        expected = [record_id(int(i)) for i in np.argsort(-scores, kind="stable")[:k]]
+        expected = [record_id(int(i), text_of) for i in np.argsort(-scores, kind="stable")[:k]]
         same += sum(1 for a, b in zip(got, expected, strict=False) if a == b)
     return (
         f"{count:,} records: store top-{k} matches numpy's exact top-{k} at "

@@ -138,6 +138,29 @@ def test_the_typo_tolerant_search_answers_at_the_valid_time_and_under_filters(
     assert lexical(store, corpus, "Lisbn", filters=culture) == []
 
 
+def test_a_word_a_chunk_holds_as_written_is_no_typo(store: MemoryStore, scope: ScopeRef) -> None:
+    """The typo-tolerant search looks for a word by its letters only when no chunk the
+    search may return (valid now, shown, filters met) holds it as written."""
+    commit_items(
+        store,
+        scope,
+        chunks=[
+            ChunkInput(text="trains to Porto", metadata={"topic": "travel"}),
+            ChunkInput(text="sports day at school", metadata={"topic": "kids"}),
+        ],
+    )
+    sports = chunk_id("sports day at school")
+    # "porto" and "sports" share the trigrams "por" and "ort"
+    assert store.search_words(scope, ["porto"], 10, [], NOW, fuzzy=True) == []
+    not_travel = [
+        MetadataFilter(key="topic", operator=FilterOperator.NOT_EQUALS, values=["travel"])
+    ]
+    found = store.search_words(scope, ["porto"], 10, not_travel, NOW, fuzzy=True)
+    assert [hit.record.id for hit in found] == [sports]
+    found = store.search_words(scope, ["portto", "porto"], 10, [], NOW, fuzzy=True)
+    assert chunk_id("trains to Porto") in [hit.record.id for hit in found]
+
+
 def test_a_superseded_chunk_leaves_the_word_search_at_its_invalid_at(
     store: MemoryStore, scope: ScopeRef
 ) -> None:

@@ -361,17 +361,23 @@ class FakeStore(FakeKeyedMemories):
         *,
         fuzzy: bool = False,
     ) -> list[ScoredRecord]:
-        """Whole lowercase words (no stemming); with `fuzzy`, shared letter trigrams.
-        The score counts the words (or trigrams) a text holds."""
-        terms = {g for w in words for g in retrieval.trigrams(w)} if fuzzy else set(words)
+        """Whole lowercase words (no stemming); with `fuzzy`, shared letter trigrams of
+        the words no eligible chunk holds whole. The score counts the words (or
+        trigrams) a text holds."""
+        eligible = [
+            r
+            for r in self._chunks(scope)
+            if _valid(r, as_of)
+            and r.status not in HIDDEN_STATUSES
+            and all(rules.matches_filter(r.metadata, f) for f in filters)
+        ]
+        if fuzzy:
+            held = {w for r in eligible for w in _WORD.findall(r.text.lower())}
+            terms = {g for w in words if w not in held for g in retrieval.trigrams(w)}
+        else:
+            terms = set(words)
         scored = []
-        for r in self._chunks(scope):
-            if (
-                not _valid(r, as_of)
-                or r.status in HIDDEN_STATUSES
-                or not all(rules.matches_filter(r.metadata, f) for f in filters)
-            ):
-                continue
+        for r in eligible:
             text = r.text.lower()
             held = terms & (set(retrieval.trigrams(text)) if fuzzy else set(_WORD.findall(text)))
             if held:

@@ -82,7 +82,9 @@ class MemoryStore(KeyedMemoryStore, Protocol):
         SQLite matches Porter-stemmed words (FTS5), Spanner its full-text tokens
         (SEARCH on TOKENIZE_FULLTEXT). With `fuzzy`, a text matches when it shares
         letter trigrams with the words (SQLite's trigram FTS5 index, Spanner's
-        SEARCH_NGRAMS), so a word with one typo still finds its memory.
+        SEARCH_NGRAMS), so a word with one typo still finds its memory; a word that
+        some chunk the search may return (valid, shown, filters met) holds as written
+        is no typo and is not searched by its letters.
         """
         ...
 

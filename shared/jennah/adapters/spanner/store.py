@@ -474,8 +474,11 @@ class SpannerStore(SpannerKeyedMemories):
     ) -> list[ScoredRecord]:
         """Chunks valid at `as_of` matching every filter whose full-text tokens hold one
         of `words` (SEARCH / SCORE on the search index), or with `fuzzy` that share
-        letter trigrams with them (SEARCH_NGRAMS / SCORE_NGRAMS); best first, ties by id."""
+        letter trigrams with those of them no such chunk holds (SEARCH_NGRAMS /
+        SCORE_NGRAMS); best first, ties by id."""
         terms = [word for word in dict.fromkeys(words) if word.strip()]
+        if fuzzy and terms and limit >= 1:
+            terms = [t for t in terms if not self._holds_word(scope, t, filters, as_of)]
         if not terms or limit < 1:
             return []
         query = _Query.scoped(scope)
@@ -502,6 +505,17 @@ class SpannerStore(SpannerKeyedMemories):
         )
         rows = self._execute(query, sql, "word search")
         return [ScoredRecord(record=_record(scope, row[:-1]), score=float(row[-1])) for row in rows]
+
+    def _holds_word(
+        self, scope: ScopeRef, word: str, filters: Sequence[MetadataFilter], as_of: datetime
+    ) -> bool:
+        """Whether a chunk valid at `as_of`, shown and matching every filter holds `word`
+        among its full-text tokens (stops at the first)."""
+        query = _Query.scoped(scope)
+        token = query.bind("word", word, param_types.STRING)
+        _valid_and_filtered(query, as_of, filters, f"SEARCH(text_tokens, {token})")
+        sql = f"SELECT 1 FROM memory_records WHERE {query.conditions()} LIMIT 1"
+        return bool(list(self._execute(query, sql, "word probe")))
 
     def get_chunks(self, scope: ScopeRef, ids: Sequence[str]) -> list[MemoryRecord]:
         rows = self._read("memory_records", RECORD_COLUMNS, scope, [(i,) for i in ids])

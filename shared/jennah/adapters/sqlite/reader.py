@@ -220,6 +220,36 @@ def search_text(
     return [(records[row_id], score) for row_id, score in ranked if row_id in records]
 
 
+def held_words(
+    conn: Connection,
+    scope: ScopeRef,
+    words: Sequence[str],
+    filters: Sequence[MetadataFilter],
+    as_of: int,
+) -> set[str]:
+    """The `words` some record of the scope valid at `as_of`, shown and matching every
+    filter holds as the word index reads it (Porter-stemmed): one unranked probe per word
+    that stops at its first match."""
+    clauses, params = _metadata_clauses(filters)
+    sql = (
+        f"SELECT 1 FROM {WORD_INDEX} CROSS JOIN memory_records AS r "
+        f"INDEXED BY memory_records_for_search ON r.row_id = {WORD_INDEX}.rowid "
+        f"WHERE {WORD_INDEX} MATCH ? AND r.enterprise_id = ? AND r.scope_id = ? "
+        f"AND {_VALID_AT} AND r.{_SHOWN}{clauses} LIMIT 1"
+    )
+    return {
+        word
+        for word in words
+        if word.strip()
+        and conn.execute(sql, (quoted(word), *_scope(scope), as_of, as_of, *params)).fetchone()
+    }
+
+
+def quoted(term: str) -> str:
+    """An FTS5 string: the term as a phrase, never as query syntax."""
+    return '"' + term.replace('"', '""') + '"'
+
+
 def _metadata_clauses(filters: Sequence[MetadataFilter]) -> tuple[str, list[Any]]:
     """SQL agreeing with rules.matches_filter: NOT_EQUALS = key absent or different."""
     sql = ""

@@ -244,15 +244,23 @@ class SqliteStore(SqliteKeyedMemories):
     ) -> list[ScoredRecord]:
         """Chunks valid at `as_of` matching every filter whose text holds one of `words`
         (Porter-stemmed FTS5), or with `fuzzy` holds two consecutive letter trigrams of
-        one of them (the trigram FTS5 index); best first by BM25, ties by id."""
-        index = reader.TRIGRAM_INDEX if fuzzy else reader.WORD_INDEX
-        match = _trigram_match(words) if fuzzy else _word_match(words)
-        if not match or limit < 1:
+        one of the words no such chunk holds (the trigram FTS5 index); best first by
+        BM25, ties by id."""
+        if limit < 1:
             return []
+        instant = codec.required_micros(as_of)
         with self._pool.connection() as conn:
-            found = reader.search_text(
-                conn, scope, index, match, limit, filters, codec.required_micros(as_of)
-            )
+            if fuzzy:
+                held = reader.held_words(conn, scope, words, filters, instant)
+                index, match = (
+                    reader.TRIGRAM_INDEX,
+                    _trigram_match([word for word in words if word not in held]),
+                )
+            else:
+                index, match = reader.WORD_INDEX, _word_match(words)
+            if not match:
+                return []
+            found = reader.search_text(conn, scope, index, match, limit, filters, instant)
         return [ScoredRecord(record=record, score=score) for record, score in found]
 
     def warm_indexes(self) -> int:
@@ -448,14 +456,9 @@ class SqliteStore(SqliteKeyedMemories):
             return reader.get_formation_key(conn, scope, formation_key)
 
 
-def _quoted(term: str) -> str:
-    """An FTS5 string: the term as a phrase, never as query syntax."""
-    return '"' + term.replace('"', '""') + '"'
-
-
 def _word_match(words: Sequence[str]) -> str:
     """Any of the words (each stemmed by the index's tokenizer)."""
-    return " OR ".join(_quoted(word) for word in dict.fromkeys(words) if word.strip())
+    return " OR ".join(reader.quoted(word) for word in dict.fromkeys(words) if word.strip())
 
 
 def _trigram_match(words: Sequence[str]) -> str:
@@ -464,5 +467,7 @@ def _trigram_match(words: Sequence[str]) -> str:
     pairs: list[str] = []
     for word in dict.fromkeys(words):
         grams = trigrams(word)
-        pairs.extend(f"({_quoted(a)} AND {_quoted(b)})" for a, b in itertools.pairwise(grams))
+        pairs.extend(
+            f"({reader.quoted(a)} AND {reader.quoted(b)})" for a, b in itertools.pairwise(grams)
+        )
     return " OR ".join(dict.fromkeys(pairs))
