@@ -34,7 +34,7 @@ from pydantic import (
 from jennah.domain.formation import detect_structures
 
 CASES_DIR = Path(__file__).resolve().parent / "formation_quality"
-SPLITS = ("tune", "holdout", "holdout2", "tune2", "holdout3", "tune3")
+SPLITS = ("tune", "holdout", "holdout2", "tune2", "holdout3", "tune3", "holdout4")
 # The splits that cover every coverage tag. `tune2` (117-130) is a supplement to tune on
 # one theme, hard constraints (allergies, diets, accessibility, standing rules): it is
 # tuned on like `tune` and need not cover every kind of case. `holdout3` (131-144) is a
@@ -42,7 +42,10 @@ SPLITS = ("tune", "holdout", "holdout2", "tune2", "holdout3", "tune3")
 # `tune3` (145-160) is a second tuning supplement on that theme, in wordings tune2 does
 # not use (a symptom for "allergy", medical and religious diets by their rules, access
 # needs, "please don't" / "only ever").
-COVERING_SPLITS = ("tune", "holdout", "holdout2")
+# `holdout4` (161-184) is a fresh held-out split over every kind of case, written on
+# 2026-12-02 without reading the formation code or its prompts, never tuned on: it
+# covers every coverage tag.
+COVERING_SPLITS = ("tune", "holdout", "holdout2", "holdout4")
 ROLES = {
     "user": "TURN_ROLE_USER",
     "assistant": "TURN_ROLE_ASSISTANT",
@@ -221,7 +224,7 @@ class StructureExpectation(_Strict):
 
 class Case(_Strict):
     id: str
-    split: Literal["tune", "holdout", "holdout2", "tune2", "holdout3", "tune3"]
+    split: Literal["tune", "holdout", "holdout2", "tune2", "holdout3", "tune3", "holdout4"]
     tags: list[str] = Field(min_length=1)
     description: str = Field(min_length=1)
     observed_at: datetime = Field(alias="observedAt")

@@ -31,6 +31,7 @@ def test_the_set_is_large_and_every_split_covers_every_kind_of_case() -> None:
     sizes = {split: sum(c.split == split for c in loaded) for split in cases.SPLITS}
     assert sizes["tune"] == sizes["holdout"] >= 40 and sizes["holdout2"] >= 30
     assert sizes["tune2"] >= 10 and sizes["holdout3"] >= 14 and sizes["tune3"] >= 10
+    assert sizes["holdout4"] == 24
     for split in cases.COVERING_SPLITS:
         chosen = [c for c in loaded if c.split == split]
         for tag in cases.COVERAGE_TAGS:
@@ -44,6 +45,8 @@ def test_every_split_is_one_the_schema_accepts_and_the_runner_offers() -> None:
     assert get_args(cases.Case.model_fields["split"].annotation) == cases.SPLITS
     held_out = cases.load_cases(cases.CASES_DIR, "*", "holdout3")
     assert [c.id[:3] for c in held_out] == [str(n) for n in range(131, 145)]
+    fourth = cases.load_cases(cases.CASES_DIR, "*", "holdout4")
+    assert [c.id[:3] for c in fourth] == [str(n) for n in range(161, 185)]
 
 
 # A valid case to break one field at a time.
