@@ -1247,3 +1247,15 @@ def test_a_rule_in_the_users_words_is_kept_beside_the_assistants_fact_relaying_i
         ("No pork for the user.", [3]),
         ("No alcohol for the user.", [3]),
     ]
+
+
+def test_a_figure_only_a_users_statement_says_cites_it_not_the_question_before_it() -> None:
+    # The question shares more of the fact's words; the statement alone says its figure.
+    turns = [
+        ("user", "How many hours of sleep do adults in the UK need per night?"),
+        ("assistant", "Most adults need seven to nine hours a night."),
+        ("user", "Oops. I get about 5 on a work night."),
+    ]
+    text = "The user gets about 5 hours of sleep per night, less than adults need."
+    candidates, _ = extract(turns, facts((3, text)))
+    assert [(c.turns, c.text) for c in candidates] == [([2], text)]

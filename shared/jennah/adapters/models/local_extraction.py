@@ -15,7 +15,8 @@ does the rest, deterministically:
 - the cited turn is checked against the words of the fact: the user or assistant
   turn sharing most of them is cited (the model's own turn on a tie), unless an
   assistant's turn is the only one saying one of its figures (the assistant supplied
-  it); a fact sharing none with any is dropped; the quote is the cited turn's sentence
+  it), or else a user's turn is (the user said it there); a fact sharing none with any
+  is dropped; the quote is the cited turn's sentence
   sharing most (a statement rather than a question; a point between digits ends no
   sentence);
 - a fact from an assistant turn says so ("The assistant said that ...") when the
@@ -668,14 +669,16 @@ def _as_the_user(text: str, turn: Turn, turns: Sequence[Turn]) -> str:
 def _cited(text: str, named: int, turns: Sequence[Turn]) -> Turn | None:
     """The spoken turn sharing most words with the fact (the named one on a tie), unless
     an assistant's turn is the only one saying a figure of it (the assistant supplied
-    it); None when the fact shares no word with any spoken turn (nothing said supports
-    it)."""
+    it), or else a user's turn is (the user said it there, whatever question before it
+    shares more words: "I'm on about 15g" after "How much fibre ...?"); None when the
+    fact shares no word with any spoken turn (nothing said supports it)."""
     stems = stems_of(text)
     spoken = [t for t in turns if t.spoken]
-    for turn in spoken:
-        others = " ".join(t.visible for t in spoken if t is not turn)
-        if turn.role == ASSISTANT and figures(text) & figures(turn.visible) - figures(others):
-            return turn
+    for role in (ASSISTANT, USER):
+        for turn in (t for t in spoken if t.role == role):
+            others = " ".join(t.visible for t in spoken if t is not turn)
+            if figures(text) & figures(turn.visible) - figures(others):
+                return turn
     scores = {t.index: len(stems & stems_of(t.visible)) for t in spoken}
     best = max(scores.values(), default=0)
     if best == 0:
