@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import math
 import random
+import threading
 from collections import Counter
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 import onnx
 import pytest
 
@@ -98,6 +102,62 @@ def test_a_vector_is_bit_identical_alone_and_in_any_batch(tmp_path: Path) -> Non
 _WORDS = ["support", "painting", "running", "pottery", "camping", "music", "book", "dance"]
 
 
+def test_concurrent_callers_share_runs_and_every_vector_keeps_its_bytes(
+    embedder: MiniLMEmbedder,
+) -> None:
+    """Texts queued by several callers while the pool is busy run together (by length);
+    each vector must stay bit-identical to the one its text gets alone."""
+    texts = [f"Melanie: my {w} class on {d} was fun." for w in _WORDS for d in ("Monday", "May")]
+    texts += ["hi", "ok then", "Caroline went to the LGBTQ support group yesterday.", "x " * 300]
+    alone = [np.asarray(embedder.embed(t), dtype=np.float32).tobytes() for t in texts]
+
+    shared = MiniLMEmbedder(threads=1)
+    shared.load()
+    coalescer = shared._coalescer
+    assert coalescer is not None
+    runs: list[int] = []
+    started, release, all_queued = threading.Event(), threading.Event(), threading.Event()
+    real_run, real_submit = coalescer._run, coalescer.submit
+    callers = [texts[i : i + 5] for i in range(0, len(texts), 5)]
+
+    def gated_run(token_ids: list[Sequence[int]]) -> npt.NDArray[np.float32]:
+        runs.append(len(token_ids))
+        if len(runs) == 1:  # the busy pool: everything else queues meanwhile
+            started.set()
+            assert release.wait(timeout=300)
+        return real_run(token_ids)
+
+    def counted_submit(token_ids: Sequence[Sequence[int]]) -> Any:
+        queued = real_submit(token_ids)
+        with lock:
+            submitted.append(len(token_ids))
+            if len(submitted) == 1 + len(callers):
+                all_queued.set()
+        return queued
+
+    lock, submitted = threading.Lock(), list[int]()
+    coalescer._run = gated_run
+    coalescer.submit = counted_submit  # type: ignore[method-assign]
+    busy = shared.embed_soon("the pool is busy")
+    assert started.wait(timeout=300)
+    results: dict[int, list[list[float]]] = {}
+    threads = [
+        threading.Thread(target=lambda i=i: results.update({i: shared.embed_batch(callers[i])}))
+        for i in range(len(callers))
+    ]
+    for thread in threads:
+        thread.start()
+    assert all_queued.wait(timeout=300)
+    release.set()
+    for thread in threads:
+        thread.join()
+    busy()
+    vectors = [v for i in range(len(callers)) for v in results[i]]
+    for text, vector, expected in zip(texts, vectors, alone, strict=True):
+        assert np.asarray(vector, dtype=np.float32).tobytes() == expected, text
+    assert max(runs) >= 5 and len(runs) < 1 + len(texts) // 2  # callers' texts shared runs
+
+
 def test_batches_larger_than_the_batch_size_keep_order() -> None:
     small = MiniLMEmbedder(batch_size=2, max_batch_tokens=24, quantize=False)  # batched path
     # lengths out of order: the embedder sorts by length internally
@@ -179,3 +239,27 @@ def test_the_mask_left_out_keeps_every_vector_bit_identical(
     expected = [np.asarray(v, dtype=np.float32).tobytes() for v in masked.embed_batch(texts)]
     for text, vector, wanted in zip(texts, vectors, expected, strict=True):
         assert vector == wanted, text
+
+
+def test_the_direct_key_transposes_keep_every_vector_bit_identical(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each attention's keys reach their MatMul through one Transpose, not the exported
+    transpose-reshape-transpose-reshape with its shape nodes; the vectors stay byte for byte
+    those of the graph as exported, alone and in runs."""
+    texts = [f"Caroline: I went to the {w} group on Friday and it was great." for w in _WORDS]
+    texts += ["hi", "Melanie painted a sunrise over the lake last summer.", "word " * 400]
+    direct = MiniLMEmbedder(cache_dir=tmp_path / "direct")
+    vectors = [np.asarray(v, dtype=np.float32).tobytes() for v in direct.embed_batch(texts)]
+    alone = [np.asarray(direct.embed(t), dtype=np.float32).tobytes() for t in texts]
+    (built,) = list((tmp_path / "direct").glob("minilm-l6-v2-qint8-*.onnx"))
+    ops = Counter(node.op_type for node in onnx.load(str(built)).graph.node)
+    assert ops["Transpose"] == 24 and ops["Shape"] == 2 and ops["Slice"] == 1
+    monkeypatch.setattr(minilm, "_direct_key_transposes", lambda nodes: nodes)
+    exported = MiniLMEmbedder(cache_dir=tmp_path / "exported")
+    exported.load()
+    (built,) = list((tmp_path / "exported").glob("minilm-l6-v2-qint8-*.onnx"))
+    assert Counter(n.op_type for n in onnx.load(str(built)).graph.node)["Transpose"] == 30
+    expected = [np.asarray(v, dtype=np.float32).tobytes() for v in exported.embed_batch(texts)]
+    for text, vector, single, wanted in zip(texts, vectors, alone, expected, strict=True):
+        assert vector == single == wanted, text

@@ -29,11 +29,21 @@ The fixed scales also let each int8 MatMul become one MatMulIntegerToFloat
 softmax NaN guards (for fully masked rows, which unpadded runs never have)
 are dropped, so is the attention mask (it adds 0.0 to every score of an
 unpadded run: its ~20 small ops and 6 additions over the scores were 2-5 % of
-a run's CPU on LoCoMo turns; the vectors stay bit-identical), and
+a run's CPU on LoCoMo turns; the vectors stay bit-identical), each attention's
+keys reach their MatMul through one Transpose instead of two transposes, two
+reshapes and the 6 nodes computing their shapes (242 nodes down to 182: ~12 %
+less CPU per single-text run, vectors bit-identical on all 5,882 LoCoMo turns), and
 onnxruntime's SkipLayerNormalization fusion is switched off (its CPU kernel
 is slower than the Add and LayerNormalization it replaces).
 On LoCoMo-length texts (17-33 tokens) this embeds ~1.5x faster than the
 dynamic model one text per run, ~2.3x in runs of 16 (bench/ingest_http.py).
+
+Since runs of many texts cost so much less per text, the texts of concurrent
+callers share runs (`_Coalescer`): a caller queues its texts, and a pool
+worker, when free, runs the oldest queued text together with every other
+queued text of its token length (up to the run bounds). An idle pool starts a
+caller's texts at once; texts only share a run when they queued while both
+workers were busy, so coalescing never adds a wait.
 """
 
 from __future__ import annotations
@@ -44,6 +54,7 @@ import logging
 import os
 import threading
 import uuid
+from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -62,7 +73,7 @@ DEFAULT_BATCH_SIZE = 64
 # Tokens per model run (texts x their common length); a longer text runs alone.
 DEFAULT_MAX_BATCH_TOKENS = 512
 RANGES_FILE = "minilm_ranges.json"  # activation ranges, from bench/minilm_calibrate.py
-CONVERSION = "fixed-scales-3"  # part of the cached model's name: change it with the rewrite
+CONVERSION = "fixed-scales-4"  # part of the cached model's name: change it with the rewrite
 DEFAULT_CACHE_DIR = Path.home() / ".cache" / "jennah"
 
 IntArray = npt.NDArray[np.int64]
@@ -112,6 +123,7 @@ class MiniLMEmbedder:
         self._cache_dir = cache_dir or DEFAULT_CACHE_DIR
         self._lock = threading.Lock()
         self._loaded: _Loaded | None = None
+        self._coalescer: _Coalescer | None = None
 
     def embed(self, text: str) -> list[float]:
         return self.embed_batch([text])[0]
@@ -119,29 +131,28 @@ class MiniLMEmbedder:
     def embed_batch(self, texts: Sequence[str]) -> list[list[float]]:
         if not texts:
             return []
-        loaded = self._ensure_loaded()
+        loaded, coalescer = self._ensure_loaded(), self._coalescer
         token_ids = [e.ids for e in loaded.tokenizer.encode_batch(list(texts))]
-        runs = list(_runs(token_ids, self._batch_size, self._max_batch_tokens))
-        infer = lambda run: _infer(loaded, [token_ids[i] for i in run])  # noqa: E731
-        pooled = loaded.pool.map(infer, runs) if loaded.pool is not None else map(infer, runs)
+        if coalescer is not None:
+            return [row.tolist() for row in coalescer.submit(token_ids).rows()]
         vectors: list[list[float]] = [[] for _ in texts]
-        for run, result in zip(runs, pooled, strict=True):
+        for run in _runs(token_ids, self._batch_size, self._max_batch_tokens):
+            result = _infer(loaded, [token_ids[i] for i in run])
             for i, vector in zip(run, result.tolist(), strict=True):
                 vectors[i] = vector
         return vectors
 
     def embed_soon(self, text: str) -> Callable[[], list[float]]:
-        """`embed(text)` as one model run on the pool, started now: the caller works
-        meanwhile (memory:query's word search) instead of waiting for the pool's thread."""
-        loaded = self._ensure_loaded()
-        if loaded.pool is None:
+        """`embed(text)` queued for the pool now: the caller works meanwhile
+        (memory:query's word search) instead of waiting for the pool's thread."""
+        loaded, coalescer = self._ensure_loaded(), self._coalescer
+        if coalescer is None:
             alone = self.embed(text)
             return lambda: alone
-        token_ids = [e.ids for e in loaded.tokenizer.encode_batch([text])]
-        run = loaded.pool.submit(_infer, loaded, token_ids)
+        queued = coalescer.submit([e.ids for e in loaded.tokenizer.encode_batch([text])])
 
         def vector() -> list[float]:
-            row: list[float] = run.result()[0].tolist()
+            row: list[float] = queued.rows()[0].tolist()
             return row
 
         return vector
@@ -156,7 +167,16 @@ class MiniLMEmbedder:
             with self._lock:
                 if self._loaded is None:
                     cache = self._cache_dir if self._quantize else None
-                    self._loaded = _load(self._threads, cache)
+                    fresh = _load(self._threads, cache)
+                    if fresh.pool is not None:
+                        self._coalescer = _Coalescer(
+                            lambda token_ids: _infer(fresh, token_ids),
+                            fresh.pool,
+                            self._threads,
+                            self._batch_size,
+                            self._max_batch_tokens,
+                        )
+                    self._loaded = fresh
                 loaded = self._loaded
         return loaded
 
@@ -275,6 +295,7 @@ def fix_activation_scales(model_file: Path, ranges: dict[str, list[float]]) -> N
     del model.graph.node[:]
     nodes = _integer_matmuls_to_float(nodes, model.graph.initializer)
     nodes = _without_nan_guards(_gelus(nodes, model.graph.initializer))
+    nodes = _direct_key_transposes(nodes)
     outputs = [output.name for output in model.graph.output]
     model.graph.node.extend(_without_zero_masks(nodes, model.graph.initializer, outputs))
     used = {name for node in model.graph.node for name in node.input}
@@ -322,6 +343,49 @@ def _gelus(nodes: list[Any], initializers: Any) -> list[Any]:
         )
         dropped.update({id(erf), id(add), id(half), id(out)})
     return [fused.get(id(n), n) for n in nodes if id(n) not in dropped]
+
+
+def _direct_key_transposes(nodes: list[Any]) -> list[Any]:
+    """Give each attention its keys as one Transpose of the [batch, tokens, heads, 32]
+    keys to [batch, heads, 32, tokens], where the exported graph transposes them to
+    [batch, heads, tokens, 32], reshapes to 3-d, transposes, and reshapes back with
+    shapes it computes from Shape, Gather, Slice and Concat nodes (10 nodes a layer,
+    each a kernel launch per run). Transposes and reshapes copy values, so the scores
+    are bit-identical; the shape nodes left unread are dropped later."""
+    from onnx import helper
+
+    producer = {out: node for node in nodes for out in node.output}
+
+    def made_by(name: str, op_type: str, perm: list[int] | None = None) -> Any | None:
+        node = producer.get(name)
+        if node is None or node.op_type != op_type:
+            return None
+        if perm is not None:
+            attrs = {a.name: list(a.ints) for a in node.attribute}
+            if attrs.get("perm") != perm:
+                return None
+        return node
+
+    replaced: dict[int, Any] = {}
+    for matmul in (n for n in nodes if n.op_type == "MatMul"):
+        scale = made_by(matmul.input[1], "Mul")
+        if scale is None:
+            continue
+        for keys_name in scale.input:
+            back = made_by(keys_name, "Reshape")
+            swap = made_by(back.input[0], "Transpose", [0, 2, 1]) if back else None
+            flat = made_by(swap.input[0], "Reshape") if swap else None
+            heads = made_by(flat.input[0], "Transpose", [0, 2, 1, 3]) if flat else None
+            if back is None or heads is None:
+                continue
+            replaced[id(back)] = helper.make_node(
+                "Transpose",
+                [heads.input[0]],
+                [keys_name],
+                name=f"{back.name}_keys",
+                perm=[0, 2, 3, 1],
+            )
+    return [replaced.get(id(n), n) for n in nodes]
 
 
 def _without_nan_guards(nodes: list[Any]) -> list[Any]:
@@ -442,6 +506,120 @@ def _runs(
         size = max(1, min(batch_size, max_tokens // length))
         for start in range(0, len(positions), size):
             yield positions[start : start + size]
+
+
+class _Queued:
+    """One caller's texts in a `_Coalescer`: their rows as runs finish, in input order."""
+
+    __slots__ = ("_done", "_error", "_left", "_rows")
+
+    def __init__(self, count: int) -> None:
+        self._rows: list[Any] = [None] * count
+        self._left = count
+        self._error: BaseException | None = None
+        self._done = threading.Event()
+
+    def rows(self) -> list[FloatArray]:
+        """Each text's vector (float32, 384), waiting for the runs; a run's error is raised."""
+        self._done.wait()
+        if self._error is not None:
+            raise self._error
+        return self._rows
+
+    def _deliver(self, position: int, row: FloatArray | None, error: BaseException | None) -> None:
+        # Under the coalescer's lock.
+        self._rows[position] = row
+        if error is not None and self._error is None:
+            self._error = error
+        self._left -= 1
+        if self._left == 0:
+            self._done.set()
+
+
+@dataclass(frozen=True)
+class _Text:
+    ids: Sequence[int]
+    queued: _Queued
+    position: int
+    order: int  # arrival order, across callers
+
+
+class _Coalescer:
+    """Model runs shared by concurrent callers' texts, on `workers` threads of `pool`.
+
+    `submit` queues a caller's texts by token length and, while fewer than `workers`
+    workers are draining the queue, starts another. A draining worker takes the oldest
+    queued text with every other queued text of that length (at most `batch_size` texts
+    and `max_tokens` tokens), runs them as one run, delivers the rows, and goes on until
+    the queue is empty. Nothing ever waits to gather texts: a caller's texts start at
+    once on an idle worker, and texts share a run only when they queued while every
+    worker was busy. `run` must give each text the row it would get alone (true of
+    `_infer` on texts of one length), so sharing never changes a vector.
+    """
+
+    def __init__(
+        self,
+        run: Callable[[list[Sequence[int]]], FloatArray],
+        pool: ThreadPoolExecutor,
+        workers: int,
+        batch_size: int,
+        max_tokens: int,
+    ) -> None:
+        self._run = run
+        self._pool = pool
+        self._workers = workers
+        self._batch_size = batch_size
+        self._max_tokens = max_tokens
+        self._lock = threading.Lock()
+        self._by_length: dict[int, deque[_Text]] = {}  # oldest first
+        self._arrivals = 0
+        self._draining = 0
+
+    def submit(self, token_ids: Sequence[Sequence[int]]) -> _Queued:
+        queued = _Queued(len(token_ids))
+        if not token_ids:
+            queued._done.set()
+            return queued
+        with self._lock:
+            for position, ids in enumerate(token_ids):
+                text = _Text(ids, queued, position, self._arrivals)
+                self._arrivals += 1
+                self._by_length.setdefault(len(ids), deque()).append(text)
+            starting = min(self._workers - self._draining, len(token_ids))
+            self._draining += starting
+        for _ in range(starting):
+            self._pool.submit(self._drain)
+        return queued
+
+    def _drain(self) -> None:
+        while True:
+            with self._lock:
+                texts = self._take()
+                if not texts:
+                    self._draining -= 1
+                    return
+            try:
+                rows = self._run([t.ids for t in texts])
+            except BaseException as error:  # the callers raise it; none may wait forever
+                with self._lock:
+                    for text in texts:
+                        text.queued._deliver(text.position, None, error)
+            else:
+                with self._lock:
+                    for text, row in zip(texts, rows, strict=True):
+                        text.queued._deliver(text.position, row, None)
+
+    def _take(self) -> list[_Text]:
+        """The next run (under the lock): the oldest queued text and its length's next."""
+        if not self._by_length:
+            return []
+        length = min(self._by_length, key=lambda n: self._by_length[n][0].order)
+        waiting = self._by_length[length]
+        size = max(1, min(self._batch_size, self._max_tokens // length))
+        texts = [waiting.popleft() for _ in range(min(size, len(waiting)))]
+        if not waiting:
+            del self._by_length[length]
+        return texts
 
 
 def _infer(loaded: _Loaded, token_ids: Sequence[Sequence[int]]) -> FloatArray:
