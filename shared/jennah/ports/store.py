@@ -60,7 +60,8 @@ class MemoryStore(KeyedMemoryStore, Protocol):
     ) -> list[ScoredRecord]:
         """Nearest chunks by cosine similarity among those valid at `as_of` that
         match every filter and whose status is not hidden (domain HIDDEN_STATUSES);
-        best first, ties broken by id ascending."""
+        best first, ties broken by id ascending. A search's records come without their
+        embedding (None): no reader of a search needs it (`get_chunks` has it)."""
         ...
 
     def search_words(
@@ -82,7 +83,8 @@ class MemoryStore(KeyedMemoryStore, Protocol):
         SQLite matches Porter-stemmed words (FTS5), Spanner its full-text tokens
         (SEARCH on TOKENIZE_FULLTEXT). With `fuzzy`, a text matches when it shares
         letter trigrams with the words (SQLite's trigram FTS5 index, Spanner's
-        SEARCH_NGRAMS), so a word with one typo still finds its memory.
+        SEARCH_NGRAMS), so a word with one typo still finds its memory. The records come
+        without their embedding, as `search_chunks`'s.
         """
         ...
 
