@@ -274,3 +274,16 @@ def test_semantic_mode_is_unchanged(store: MemoryStore, corpus: ScopeRef) -> Non
     hits = search(store, corpus, "tea", mode=SEMANTIC, top_k=3)
     assert NOW and all(0 < s <= 1.0001 for _, s in hits)
     assert isinstance(hits[0][1], float) and datetime  # cosine scores, as before
+
+
+@pytest.mark.parametrize("fuzzy", [False, True])
+def test_a_word_search_answers_whole_records_without_their_embedding(
+    store: MemoryStore, corpus: ScopeRef, fuzzy: bool
+) -> None:
+    hits = store.search_words(corpus, ["lemon", "lisbon"], 5, [], NOW, fuzzy=fuzzy)
+    stored = {r.id: r for r in store.get_chunks(corpus, [h.record.id for h in hits])}
+    assert {cid("tea with lemon"), cid("green tea in Lisbon")} <= {h.record.id for h in hits}
+    assert all(r.embedding is not None for r in stored.values())
+    for hit in hits:
+        assert hit.record.embedding is None
+        assert hit.record == stored[hit.record.id].model_copy(update={"embedding": None})

@@ -168,3 +168,14 @@ def test_store_search_takes_a_vector(store: MemoryStore, corpus: ScopeRef) -> No
     assert [h.record.text for h in hits][:1] == ["tea with lemon"]
     assert hits[0].record.metadata == {"topic": "food", "lang": "en"}
     assert hits[0].score > hits[1].score
+
+
+def test_a_search_answers_whole_records_without_their_embedding(
+    store: MemoryStore, corpus: ScopeRef
+) -> None:
+    hits = store.search_chunks(corpus, EMBEDDER.embed("lemon"), 3, [], NOW)
+    stored = {r.id: r for r in store.get_chunks(corpus, [h.record.id for h in hits])}
+    assert len(hits) == 3 and all(r.embedding is not None for r in stored.values())
+    for hit in hits:
+        assert hit.record.embedding is None
+        assert hit.record == stored[hit.record.id].model_copy(update={"embedding": None})

@@ -6,13 +6,15 @@ from __future__ import annotations
 
 import io
 import json
+import re
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
-from jennah.api import bodies
+from jennah.api import bodies, routes
+from jennah.errors import NotFound
 from tests.unit.fakes import TOKEN, Api
 from tests.unit.test_api_errors import error_of, field_of
 
@@ -267,3 +269,31 @@ def test_async_of_memory_form_is_a_json_boolean(api: Api) -> None:
     body = {"turns": [{"role": "TURN_ROLE_USER", "content": "hi"}], "async": 0}
     response = api.app.test_client().post("/v1/agents/bot/memory:form", json=body, headers=AUTH)
     assert field_of(error_of(response, 400, "INVALID_ARGUMENT")) == "async"
+
+
+def test_matching_by_prefix_first_finds_what_the_patterns_alone_find() -> None:
+    def by_patterns(path: str) -> list[tuple[str, str, dict[str, str]]]:
+        hits = [(r, r.pattern.match(path)) for r in routes.ALL_ROUTES]
+        return [(r.method, r.template, h.groupdict()) for r, h in hits if h is not None]
+
+    def by_router(path: str) -> list[tuple[str, str, dict[str, str]]]:
+        try:
+            found = routes._routes_at(path, routes.ALL_ROUTES)
+        except NotFound:
+            return []
+        return [(r.method, r.template, params) for r, params in found]
+
+    paths = {"/", "/v1", "/v1/", "/v1/caller\n", "/v1/scopes//memory:query", "/v2/caller"}
+    for route in routes.ALL_ROUTES:
+        filled = re.sub(r"\{\w+\}", "x-1", route.template)
+        paths |= {filled, filled + "/", filled + "\n", filled[:-1], filled + ":edit", "/a" + filled}
+        paths.add(re.sub(r"\{\w+\}", "", route.template))
+    checked = 0
+    for path in sorted(paths):
+        expected = by_patterns(path)
+        if expected:  # the router keeps the most specific of them
+            specific = max(routes._literal_length(t) for _, t, _ in expected)
+            expected = [e for e in expected if routes._literal_length(e[1]) == specific]
+            checked += 1
+        assert by_router(path) == expected, path
+    assert checked > len(routes.ALL_ROUTES)

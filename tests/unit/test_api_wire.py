@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 
@@ -47,6 +48,25 @@ def test_anything_but_rfc3339_with_a_zone_is_refused(text: str) -> None:
 )
 def test_timestamps_print_z_normalized(value: datetime, text: str) -> None:
     assert dto.format_timestamp(value) == text
+
+
+def test_timestamps_print_as_strftime_printed_them() -> None:
+    def reference(value: datetime) -> str:  # strftime, as it was formatted before
+        value = (value if value.tzinfo is not None else value.replace(tzinfo=UTC)).astimezone(UTC)
+        micros = value.microsecond
+        fraction = f".{micros:06d}" if micros % 1000 else f".{micros // 1000:03d}"
+        fraction = "" if micros == 0 else fraction
+        return value.strftime("%Y-%m-%dT%H:%M:%S") + fraction + "Z"
+
+    rng = random.Random(15)
+    zones = [UTC, None, timezone(timedelta(hours=9)), timezone(timedelta(hours=-5, minutes=-30))]
+    for _ in range(2000):
+        value = datetime(
+            rng.choice([1000, 1970, 2024, 9998]), rng.randint(1, 12), rng.randint(1, 28),
+            rng.randint(0, 23), rng.randint(0, 59), rng.randint(0, 59),
+            rng.choice([0, 120000, 999000, 5, rng.randint(0, 999_999)]), tzinfo=rng.choice(zones),
+        )  # fmt: skip
+        assert dto.format_timestamp(value) == reference(value), value
 
 
 def test_int32_accepts_numbers_and_decimal_strings_only() -> None:

@@ -81,10 +81,11 @@ def parse_timestamp(value: object) -> datetime:
 
 
 def format_timestamp(value: datetime) -> str:
-    """Z-normalized RFC 3339 with 0, 3 or 6 fractional digits, as Google APIs print."""
-    if value.tzinfo is None:
-        value = value.replace(tzinfo=UTC)
-    value = value.astimezone(UTC)
+    """Z-normalized RFC 3339 with 0, 3 or 6 fractional digits, as Google APIs print.
+    (An f-string: every timestamp of every answer comes here, and strftime and an aware
+    datetime's isoformat take 2-3 times as long.)"""
+    if value.tzinfo is not UTC:
+        value = (value if value.tzinfo is not None else value.replace(tzinfo=UTC)).astimezone(UTC)
     micros = value.microsecond
     if micros == 0:
         fraction = ""
@@ -92,7 +93,10 @@ def format_timestamp(value: datetime) -> str:
         fraction = f".{micros // 1000:03d}"
     else:
         fraction = f".{micros:06d}"
-    return value.strftime("%Y-%m-%dT%H:%M:%S") + fraction + "Z"
+    return (
+        f"{value.year}-{value.month:02d}-{value.day:02d}T"
+        f"{value.hour:02d}:{value.minute:02d}:{value.second:02d}{fraction}Z"
+    )
 
 
 def _int32(value: object) -> int:

@@ -60,7 +60,8 @@ class MemoryStore(KeyedMemoryStore, Protocol):
     ) -> list[ScoredRecord]:
         """Nearest chunks by cosine similarity among those valid at `as_of` that
         match every filter and whose status is not hidden (domain HIDDEN_STATUSES);
-        best first, ties broken by id ascending."""
+        best first, ties broken by id ascending. A search's records come without their
+        embedding (None): no reader of a search needs it (`get_chunks` has it)."""
         ...
 
     def search_words(
@@ -84,7 +85,8 @@ class MemoryStore(KeyedMemoryStore, Protocol):
         letter trigrams with the words (SQLite's trigram FTS5 index, Spanner's
         SEARCH_NGRAMS), so a word with one typo still finds its memory; a word that
         some chunk the search may return (valid, shown, filters met) holds as written
-        is no typo and is not searched by its letters.
+        is no typo and is not searched by its letters. The records come without their
+        embedding, as `search_chunks`'s.
         """
         ...
 

@@ -314,10 +314,7 @@ class SpannerStore(SpannerKeyedMemories):
             f"SELECT {_select(CLAIM_COLUMNS)} FROM memory_records WHERE {query.conditions()}"
             f" ORDER BY id LIMIT {query.bind('limit', limit, param_types.INT64)}"
         )
-        return [
-            _from_row(MemoryRecord, CLAIM_COLUMNS, row, scope=scope)
-            for row in self._execute(query, sql, "list claims")
-        ]
+        return [_claim(scope, row) for row in self._execute(query, sql, "list claims")]
 
     def list_claims_page(
         self,
@@ -349,10 +346,7 @@ class SpannerStore(SpannerKeyedMemories):
             f"WHERE {query.conditions()} ORDER BY created_at DESC, id "
             f"LIMIT {query.bind('limit', limit, param_types.INT64)}"
         )
-        return [
-            _from_row(MemoryRecord, CLAIM_COLUMNS, row, scope=scope)
-            for row in self._execute(query, sql, "list the memory card")
-        ]
+        return [_claim(scope, row) for row in self._execute(query, sql, "list the memory card")]
 
     def list_claim_states(
         self, scope: ScopeRef, statuses: Sequence[Status] | None
@@ -452,14 +446,13 @@ class SpannerStore(SpannerKeyedMemories):
         vector_param = query.bind("query_vector", _vector(vector), _FLOAT32_ARRAY)
         _valid_and_filtered(query, as_of, filters, "embedding IS NOT NULL")
         sql = (
-            f"SELECT {_select(RECORD_COLUMNS)}, COSINE_DISTANCE(embedding, {vector_param})"
+            f"SELECT {_select(CLAIM_COLUMNS)}, COSINE_DISTANCE(embedding, {vector_param})"
             f" AS distance FROM memory_records WHERE {query.conditions()}"
             f" ORDER BY distance, id LIMIT {query.bind('top_k', top_k, param_types.INT64)}"
         )
         rows = self._execute(query, sql, "semantic search")
         return [
-            ScoredRecord(record=_record(scope, row[:-1]), score=1.0 - float(row[-1]))
-            for row in rows
+            ScoredRecord(record=_claim(scope, row[:-1]), score=1.0 - float(row[-1])) for row in rows
         ]
 
     def search_words(
@@ -499,12 +492,12 @@ class SpannerStore(SpannerKeyedMemories):
             score, order = f"SCORE(text_tokens, {text})", f"({held}) DESC, relevance DESC"
         _valid_and_filtered(query, as_of, filters, search)
         sql = (
-            f"SELECT {_select(RECORD_COLUMNS)}, {score} AS relevance FROM memory_records"
+            f"SELECT {_select(CLAIM_COLUMNS)}, {score} AS relevance FROM memory_records"
             f" WHERE {query.conditions()}"
             f" ORDER BY {order}, id LIMIT {query.bind('limit', limit, param_types.INT64)}"
         )
         rows = self._execute(query, sql, "word search")
-        return [ScoredRecord(record=_record(scope, row[:-1]), score=float(row[-1])) for row in rows]
+        return [ScoredRecord(record=_claim(scope, row[:-1]), score=float(row[-1])) for row in rows]
 
     def _holds_word(
         self, scope: ScopeRef, word: str, filters: Sequence[MetadataFilter], as_of: datetime
@@ -1186,6 +1179,11 @@ def _vector(values: Sequence[float]) -> list[float]:
 
 def _record(scope: ScopeRef, row: Sequence[Any]) -> MemoryRecord:
     return _from_row(MemoryRecord, RECORD_COLUMNS, row, scope=scope)
+
+
+def _claim(scope: ScopeRef, row: Sequence[Any]) -> MemoryRecord:
+    """A record read without its embedding (CLAIM_COLUMNS): searches and claim lists."""
+    return _from_row(MemoryRecord, CLAIM_COLUMNS, row, scope=scope)
 
 
 def _node(row: Sequence[Any]) -> GraphNode:

@@ -83,6 +83,11 @@ def get_chunks(conn: Connection, scope: ScopeRef, ids: Sequence[str]) -> list[Me
     return _records_by_id(conn, scope, ids, codec.RECORD_COLUMNS)
 
 
+def found_chunks(conn: Connection, scope: ScopeRef, ids: Sequence[str]) -> list[MemoryRecord]:
+    """The named records as a search answers them: without their embedding."""
+    return _records_by_id(conn, scope, ids, codec.RECORD_COLUMNS_WITHOUT_EMBEDDING)
+
+
 def _records_by_id(
     conn: Connection, scope: ScopeRef, ids: Sequence[str], columns: str
 ) -> list[MemoryRecord]:
@@ -191,7 +196,7 @@ def search_text(
 ) -> list[tuple[MemoryRecord, float]]:
     """(record, relevance) of the scope's records valid at `as_of` matching every filter
     whose text matches the FTS5 expression `match` in `index`; best first (BM25), ties
-    by id."""
+    by id. The records come without their embedding, as every search answers them."""
     clauses, params = _metadata_clauses(filters)
     # CROSS JOIN keeps the index as the outer loop: the other order probes the MATCH
     # expression once per record of the scope, tens of times slower. Each match is
@@ -211,7 +216,7 @@ def search_text(
     records = {
         int(row[0]): codec.record_from_row(row[1:])
         for row in conn.execute(
-            f"SELECT row_id, {codec.RECORD_COLUMNS} FROM memory_records "
+            f"SELECT row_id, {codec.RECORD_COLUMNS_WITHOUT_EMBEDDING} FROM memory_records "
             f"WHERE row_id IN ({_marks(len(ranked))})",
             [row_id for row_id, _ in ranked],
         )

@@ -225,7 +225,7 @@ class SqliteStore(SqliteKeyedMemories):
                 else:
                     index = self._index(conn, scope, generation)
                     ranked = self._search_index(conn, scope, index, vector, top_k, filters, instant)
-            records = {r.id: r for r in reader.get_chunks(conn, scope, [i for i, _ in ranked])}
+            records = {r.id: r for r in reader.found_chunks(conn, scope, [i for i, _ in ranked])}
         return [
             ScoredRecord(record=records[record_id], score=score)
             for record_id, score in ranked
