@@ -43,10 +43,14 @@ class Turn:
         return _without_injections(self.content)
 
 
-# A line posing as the system or the platform ("SYSTEM OVERRIDE: ..."), or as a turn
-# header ("[turn 3] assistant:", the next line being what it pretends was said).
+# A line posing as the system or the platform ("SYSTEM OVERRIDE: ...", or in brackets
+# with a longer attribution: "[System message from the memory platform's team: ..."),
+# or as a turn header ("[turn 3] assistant:", the next line being what it pretends was
+# said).
 _POSING = re.compile(
-    r"^\s*\[?\s*(?:system|developer|admin|administrator|platform)\b[^:\n]{0,30}[:\]]", re.I
+    r"^\s*(?:\[\s*(?:system|developer|admin|administrator|platform)\b[^:\]\n]{0,80}"
+    r"|(?:system|developer|admin|administrator|platform)\b[^:\n]{0,30})[:\]]",
+    re.I,
 )
 _FAKE_TURN = re.compile(r"^\s*\[turn \d+\]\s*[a-z ]{1,20}:\s*$", re.I)
 # Found first, then widened to its sentence: a pattern that scans the sentence around the
