@@ -166,3 +166,22 @@ def test_too_few_rare_rows_for_a_kth_score_skip_straight_to_the_single_query(
     assert paths == {"split": 1, "single": 1}  # two rare rows beat w1's bound: proven
     assert sorted(r.text for r, _ in found) == ["w0 w1 n3", "w0 w1 n4"]
     conn.close()
+
+
+def test_the_counts_and_the_scores_are_read_in_one_snapshot(
+    store: SqliteStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a write between the phrases' row counts and the scoring would leave the bound
+    # made of other counts than FTS5's idf
+    scope = new_scope()
+    commit_items(store, scope, chunks=[ChunkInput(text=f"w0 n{i}") for i in range(3)])
+    holding = reader._rows_holding
+    snapshots: list[bool] = []
+
+    def spy(conn: Any, phrases: Any) -> Any:
+        snapshots.append(conn.in_transaction)
+        return holding(conn, phrases)
+
+    monkeypatch.setattr(reader, "_rows_holding", spy)
+    assert len(store.search_words(scope, ["w0", "n1"], 10, [], NOW)) == 3
+    assert snapshots == [True]

@@ -30,6 +30,7 @@ from jennah.adapters.sqlite.connection import (
     IntegrityError,
     OperationalError,
     open_connection,
+    read_transaction,
 )
 from jennah.adapters.sqlite.keyed import SqliteKeyedMemories, ensure_tables
 from jennah.adapters.sqlite.schema import ensure_schema
@@ -262,7 +263,9 @@ class SqliteStore(SqliteKeyedMemories):
                 phrases = _word_phrases(words)
                 if not phrases:
                     return []
-                found = reader.search_words(conn, scope, phrases, limit, filters, instant)
+                # one snapshot: the row counts the bound is made of are FTS5's for its idf
+                with read_transaction(conn):
+                    found = reader.search_words(conn, scope, phrases, limit, filters, instant)
         return [ScoredRecord(record=record, score=score) for record, score in found]
 
     def warm_indexes(self) -> int:
