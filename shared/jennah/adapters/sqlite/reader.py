@@ -203,8 +203,8 @@ def search_text(
 # score does not prove the answer, once more the rows holding any phrase that could
 # still reach it, if those phrases are held by at most WORD_SEARCH_WIDER_SHARE of the
 # rows all the phrases are held by.
-WORD_SEARCH_SMALL = 2000
-WORD_SEARCH_RARE = 2000
+WORD_SEARCH_SMALL = 3000
+WORD_SEARCH_RARE = 3000
 WORD_SEARCH_WIDER_SHARE = 0.5
 
 
