@@ -17,6 +17,12 @@ records; `--corpus locomo` gives the records the texts of LoCoMo's 5,882 turns i
 ("Speaker: text", so the word statistics of real conversation, each turn ~17 times at
 100k) and asks LoCoMo's questions (categories 1-4) for the hybrid search.
 
+`--word-search-ab` also times the word search (`store.search_words`, the exact part of
+the hybrid) and both it and the hybrid with the word search of before (one FTS5 query
+scoring every match, the phrases as asked) round-robin with today's (scoring only the
+rows holding a rare word where that provably gives the same top-k), and checks that the
+two answer alike.
+
 Targets (issue 2): p50 <= 5 ms at 10k, <= 25 ms at 100k (top-k); issue 15: hybrid
 top-10 p50 <= 25 ms at 100k.
 """
@@ -52,7 +58,9 @@ from _common import (
     time_calls,
     unit_vectors,
 )
+from jennah.adapters.sqlite import reader
 from jennah.domain.models import FilterOperator, MetadataFilter
+from jennah.domain.retrieval import query_words
 from jennah.services import query as query_service
 from jennah.services.commands import QueryCommand, SemanticQuery
 from locomo import DEFAULT_DATA as LOCOMO_DATA
@@ -61,6 +69,8 @@ from locomo import load as load_locomo
 TARGET_P50_MS = {10_000: 5.0, 100_000: 25.0}
 HYBRID_TARGET_P50_MS = {100_000: 25.0}
 HYBRID = "hybrid (memory:query, vector given)"
+WORDS_NOW = "word search (search_words, exact)"
+BEFORE = ", before: one query scoring every match"
 BASELINE = "numpy brute force, einsum (baseline)"
 
 
@@ -97,6 +107,11 @@ def _parse_args() -> argparse.Namespace:
     parser.add_argument("--batch", type=int, default=500, help="chunks per CommitPlan")
     parser.add_argument("--seed", type=int, default=42)
     parser.add_argument("--skip-embedding", action="store_true", help="skip the MiniLM timing")
+    parser.add_argument(
+        "--word-search-ab",
+        action="store_true",
+        help="also time the word search and the hybrid with the single-query word search",
+    )
     parser.add_argument(
         "--corpus",
         choices=["synthetic", "locomo"],
@@ -242,6 +257,27 @@ def _time_store(
         (BASELINE, numpy_einsum),
         ("numpy brute force, OpenBLAS @", numpy_blas),
     ]
+    if args.word_search_ab:
+        words = [query_words(text) for text in corpus.questions]
+
+        def by_words(i: int) -> list[tuple[str, float]]:
+            return [
+                (hit.record.id, hit.score)
+                for hit in store.search_words(SCOPE, words[i], k, [], now)
+            ]
+
+        # before the numpy kinds: OpenBLAS's threads spin on after a product, slowing
+        # whichever kind comes next (~1.4x on the word search, a busy machine)
+        at = [name for name, _ in kinds].index(BASELINE)
+        kinds[at:at] = [
+            (WORDS_NOW, by_words),
+            (WORDS_NOW + BEFORE, _single_word_query(by_words)),
+            (
+                HYBRID + BEFORE,
+                _single_word_query(_hybrid_call(store, queries, corpus.questions, k)),
+            ),
+        ]
+        checks.append(_same_words(by_words, len(queries)))
     samples = _round_robin(kinds, len(queries))
     checks.append(_agreement(store, count, vectors, queries, k, now, corpus.text_of))
     base = summary(samples[BASELINE])
@@ -258,16 +294,54 @@ def _time_store(
     return rows
 
 
+def _single_query_words(
+    conn: Any, scope: Any, phrases: Any, limit: int, filters: Any, as_of: int
+) -> Any:
+    """The word search before MaxScore: one query scoring every match, phrases as asked."""
+    match = " OR ".join(phrases)
+    return reader.search_text(conn, scope, reader.WORD_INDEX, match, limit, filters, as_of)
+
+
+def _single_word_query(fn: Callable[[int], Any]) -> Callable[[int], Any]:
+    """`fn` with the store's word search of before (the A side of --word-search-ab)."""
+
+    def before(i: int) -> Any:
+        today = reader.search_words
+        reader.search_words = _single_query_words
+        try:
+            return fn(i)
+        finally:
+            reader.search_words = today
+
+    return before
+
+
+def _same_words(by_words: Callable[[int], list[tuple[str, float]]], count: int) -> str:
+    """How many of the questions' word searches answer alike both ways (ids in order,
+    scores within 1e-9)."""
+    before = _single_word_query(by_words)
+    same = 0
+    for i in range(count):
+        now, then = by_words(i), before(i)
+        same += [a for a, _ in now] == [b for b, _ in then] and all(
+            abs(x - y) <= 1e-9 * abs(y) for (_, x), (_, y) in zip(now, then, strict=True)
+        )
+    return f"word search: {same} of {count} questions answered alike with and without MaxScore"
+
+
 def _round_robin(
     kinds: list[tuple[str, Callable[[int], object]]], repeats: int, warmup: int = 3
 ) -> dict[str, list[float]]:
-    """Milliseconds per call of each kind, query i of every kind timed back to back."""
+    """Milliseconds per call of each kind, query i of every kind timed back to back, in
+    reverse order every other query: the first kind to ask a question reads its index
+    pages cold (the hybrid ran 1.3x its A/B twin placed after two word searches of the
+    same question)."""
     samples: dict[str, list[float]] = {name: [] for name, _ in kinds}
     for i in range(warmup):
         for _, fn in kinds:
             fn(i % repeats)
     for i in range(repeats):
-        for name, fn in kinds:
+        for name, fn in kinds if i % 2 == 0 else kinds[::-1]:
             started = time.perf_counter()
             fn(i)
             samples[name].append((time.perf_counter() - started) * 1000)

@@ -377,10 +377,10 @@ def test_a_version_2_file_gets_its_trigram_index_built(tmp_path: Path) -> None:
     conn.execute("PRAGMA user_version = 2")
     conn.close()
     store = SqliteStore(path)
-    hits = store.search_words(scope, ["ceremoni"], 10, [], NOW, fuzzy=True)
+    hits = store.search_words(scope, ["ceremonei"], 10, [], NOW, fuzzy=True)  # a typo
     assert [hit.record.text for hit in hits] == ["the tea ceremony history"]
     commit_items(store, scope, chunks=[ChunkInput(text="a ceremonial dinner")])
-    hits = store.search_words(scope, ["ceremoni"], 10, [], NOW, fuzzy=True)
+    hits = store.search_words(scope, ["ceremonei"], 10, [], NOW, fuzzy=True)  # a typo
     assert len(hits) == 2  # and the triggers keep it in step again
     store.close()
 

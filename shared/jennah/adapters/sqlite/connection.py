@@ -115,6 +115,17 @@ def immediate_transaction(conn: Connection, store: str) -> Iterator[Connection]:
         raise
 
 
+@contextmanager
+def read_transaction(conn: Connection) -> Iterator[Connection]:
+    """An autocommit connection in one read transaction: every read inside sees the same
+    committed state (one WAL snapshot)."""
+    conn.execute("BEGIN")
+    try:
+        yield conn
+    finally:
+        conn.execute("COMMIT")
+
+
 class ControlFile:
     """One SQLite file a control store writes through one connection and reads
     through a pool of connections.
@@ -161,12 +172,8 @@ class ControlFile:
     def snapshot(self) -> Iterator[Connection]:
         """A pooled connection in one read transaction: every read inside sees the same
         committed state."""
-        with self._pool.connection() as conn:
-            conn.execute("BEGIN")
-            try:
-                yield conn
-            finally:
-                conn.execute("COMMIT")
+        with self._pool.connection() as conn, read_transaction(conn):
+            yield conn
 
     def close(self) -> None:
         with self._write_lock:

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import itertools
+import math
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
-from jennah.adapters.sqlite import codec
+from jennah.adapters.sqlite import bm25, codec
 from jennah.adapters.sqlite.vector_index import IndexEntry, IndexRow
 from jennah.domain import rules
 from jennah.domain.card import CardKey, ClaimFilter
@@ -197,20 +199,138 @@ def search_text(
     """(record, relevance) of the scope's records valid at `as_of` matching every filter
     whose text matches the FTS5 expression `match` in `index`; best first (BM25), ties
     by id. The records come without their embedding, as every search answers them."""
+    return _with_records(conn, _ranked(conn, scope, index, [match], limit, filters, as_of))
+
+
+# A word search whose phrases are held by at most WORD_SEARCH_SMALL rows in all scores
+# them all in one query. A larger one first scores the rows holding its rarest phrases
+# (held by at most WORD_SEARCH_RARE rows, at least the rarest phrase); when their k-th
+# score does not prove the answer, once more the rows holding any phrase that could
+# still reach it, if those phrases are held by at most WORD_SEARCH_WIDER_SHARE of the
+# rows all the phrases are held by.
+WORD_SEARCH_SMALL = 3000
+WORD_SEARCH_RARE = 3000
+WORD_SEARCH_WIDER_SHARE = 0.5
+
+
+def search_words(
+    conn: Connection,
+    scope: ScopeRef,
+    phrases: Sequence[str],
+    limit: int,
+    filters: Sequence[MetadataFilter],
+    as_of: int,
+) -> list[tuple[MemoryRecord, float]]:
+    """search_text over WORD_INDEX for any of `phrases` (distinct FTS5 strings), listed
+    rarest first, without scoring every match where that provably gives the same answer
+    (MaxScore). FTS5's bm25 is a sum over the phrases (bm25.py), so a row holding only
+    common phrases scores below their bound; the rows holding a rare phrase are scored
+    in full (as "rare AND common" and "rare NOT common": every phrase in the same order,
+    so each score is the single query's to the bit), and their k-th score (in the scope,
+    valid, shown, filtered) above the common phrases' bound makes them the answer.
+    Otherwise one query scores every match."""
+    holdings = _rows_holding(conn, phrases)
+    order = sorted(range(len(phrases)), key=lambda i: (holdings[i], i))
+    phrases = [phrases[i] for i in order]
+    holdings = [holdings[i] for i in order]
+    ranked = None
+    if sum(holdings) > WORD_SEARCH_SMALL:
+        ranked = _ranked_by_rare_phrases(conn, scope, phrases, holdings, limit, filters, as_of)
+    if ranked is None:
+        match = " OR ".join(phrases)
+        ranked = _ranked(conn, scope, WORD_INDEX, [match], limit, filters, as_of)
+    return _with_records(conn, ranked)
+
+
+def _ranked_by_rare_phrases(
+    conn: Connection,
+    scope: ScopeRef,
+    phrases: list[str],
+    holdings: list[int],
+    limit: int,
+    filters: Sequence[MetadataFilter],
+    as_of: int,
+) -> list[tuple[int, float]] | None:
+    """The single query's ranking of `phrases` (rarest first, each held by `holdings`
+    rows) found from the rows holding a rare one, or None when not proven cheaply."""
+    held = list(itertools.accumulate(holdings))
+    rare = max(1, sum(1 for n in held if n <= WORD_SEARCH_RARE))
+    if held[rare - 1] < limit:  # too few rows to give a k-th score: no proof
+        return None
+    table_rows = 0
+    while rare < len(phrases):
+        either, common = " OR ".join(phrases[:rare]), " OR ".join(phrases[rare:])
+        matches = [f"({either}) AND ({common})", f"({either}) NOT ({common})"]
+        ranked = _ranked(conn, scope, WORD_INDEX, matches, limit, filters, as_of)
+        kth = ranked[limit - 1][1] if len(ranked) >= limit else -math.inf
+        table_rows = table_rows or _word_index_rows(conn)
+        # the first phrase from which on a row holding only those stays below the k-th
+        wider = next(
+            (i for i in range(rare, len(phrases)) if bm25.bound(table_rows, holdings[i:]) < kth),
+            len(phrases),
+        )
+        if wider == rare:
+            return ranked
+        if held[wider - 1] > WORD_SEARCH_WIDER_SHARE * held[-1]:
+            return None
+        rare = wider
+    return None
+
+
+def _rows_holding(conn: Connection, phrases: Sequence[str]) -> list[int]:
+    """How many rows of WORD_INDEX (all scopes) hold each phrase: bm25's n."""
+    counts = ", ".join(
+        f"(SELECT count(*) FROM {WORD_INDEX} WHERE {WORD_INDEX} MATCH ?)" for _ in phrases
+    )
+    row = conn.execute(f"SELECT {counts}", list(phrases)).fetchone()
+    return [int(n) for n in row]
+
+
+def _word_index_rows(conn: Connection) -> int:
+    """bm25's N for WORD_INDEX: its row count, from FTS5's averages record."""
+    row = conn.execute(f"SELECT block FROM {WORD_INDEX}_data WHERE id = 1").fetchone()
+    return bm25.total_rows(None if row is None else row[0])
+
+
+def _ranked(
+    conn: Connection,
+    scope: ScopeRef,
+    index: str,
+    matches: Sequence[str],
+    limit: int,
+    filters: Sequence[MetadataFilter],
+    as_of: int,
+) -> list[tuple[int, float]]:
+    """(row id, relevance) of the scope's records valid at `as_of` matching every filter
+    whose text matches one of the FTS5 expressions `matches` in `index` (no row matching
+    two); best first, ties by id."""
     clauses, params = _metadata_clauses(filters)
     # CROSS JOIN keeps the index as the outer loop: the other order probes the MATCH
     # expression once per record of the scope, tens of times slower. Each match is
     # checked through memory_records_for_search (the filters' metadata aside), and
     # the records are read for the answer alone.
+    if len(matches) == 1:  # the index itself
+        found, row_id, score = index, f"{index}.rowid", f"-bm25({index})"
+        match = f"{index} MATCH ? AND "
+    else:
+        union = " UNION ALL ".join(
+            f"SELECT rowid AS row_id, -bm25({index}) AS score FROM {index} WHERE {index} MATCH ?"
+            for _ in matches
+        )
+        found, row_id, score, match = f"({union}) AS s", "s.row_id", "s.score", ""
     rows = conn.execute(
-        f"SELECT r.row_id, -bm25({index}) AS score FROM {index} "
+        f"SELECT r.row_id, {score} AS score FROM {found} "
         f"CROSS JOIN memory_records AS r INDEXED BY memory_records_for_search "
-        f"ON r.row_id = {index}.rowid WHERE {index} MATCH ? "
-        f"AND r.enterprise_id = ? AND r.scope_id = ? AND {_VALID_AT} AND r.{_SHOWN}{clauses} "
-        "ORDER BY score DESC, r.id LIMIT ?",
-        (match, *_scope(scope), as_of, as_of, *params, limit),
+        f"ON r.row_id = {row_id} WHERE {match}r.enterprise_id = ? AND r.scope_id = ? "
+        f"AND {_VALID_AT} AND r.{_SHOWN}{clauses} ORDER BY score DESC, r.id LIMIT ?",
+        (*matches, *_scope(scope), as_of, as_of, *params, limit),
     )
-    ranked = [(int(row[0]), float(row[1])) for row in rows]
+    return [(int(row[0]), float(row[1])) for row in rows]
+
+
+def _with_records(
+    conn: Connection, ranked: list[tuple[int, float]]
+) -> list[tuple[MemoryRecord, float]]:
     if not ranked:
         return []
     records = {

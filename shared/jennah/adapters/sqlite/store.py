@@ -30,6 +30,7 @@ from jennah.adapters.sqlite.connection import (
     IntegrityError,
     OperationalError,
     open_connection,
+    read_transaction,
 )
 from jennah.adapters.sqlite.keyed import SqliteKeyedMemories, ensure_tables
 from jennah.adapters.sqlite.schema import ensure_schema
@@ -252,15 +253,19 @@ class SqliteStore(SqliteKeyedMemories):
         with self._pool.connection() as conn:
             if fuzzy:
                 held = reader.held_words(conn, scope, words, filters, instant)
-                index, match = (
-                    reader.TRIGRAM_INDEX,
-                    _trigram_match([word for word in words if word not in held]),
+                match = _trigram_match([word for word in words if word not in held])
+                if not match:
+                    return []
+                found = reader.search_text(
+                    conn, scope, reader.TRIGRAM_INDEX, match, limit, filters, instant
                 )
             else:
-                index, match = reader.WORD_INDEX, _word_match(words)
-            if not match:
-                return []
-            found = reader.search_text(conn, scope, index, match, limit, filters, instant)
+                phrases = _word_phrases(words)
+                if not phrases:
+                    return []
+                # one snapshot: the row counts the bound is made of are FTS5's for its idf
+                with read_transaction(conn):
+                    found = reader.search_words(conn, scope, phrases, limit, filters, instant)
         return [ScoredRecord(record=record, score=score) for record, score in found]
 
     def warm_indexes(self) -> int:
@@ -456,9 +461,9 @@ class SqliteStore(SqliteKeyedMemories):
             return reader.get_formation_key(conn, scope, formation_key)
 
 
-def _word_match(words: Sequence[str]) -> str:
-    """Any of the words (each stemmed by the index's tokenizer)."""
-    return " OR ".join(reader.quoted(word) for word in dict.fromkeys(words) if word.strip())
+def _word_phrases(words: Sequence[str]) -> list[str]:
+    """The distinct words as FTS5 strings (each stemmed by the index's tokenizer)."""
+    return [reader.quoted(word) for word in dict.fromkeys(words) if word.strip()]
 
 
 def _trigram_match(words: Sequence[str]) -> str:
