@@ -50,6 +50,14 @@ def test_timestamps_print_z_normalized(value: datetime, text: str) -> None:
     assert dto.format_timestamp(value) == text
 
 
+@pytest.mark.parametrize("year", [1, 99, 999])
+def test_a_year_below_1000_prints_in_four_digits_and_reads_back(year: int) -> None:
+    value = datetime(year, 3, 4, 5, 6, 7, tzinfo=UTC)
+    text = dto.format_timestamp(value)
+    assert text == f"{year:04d}-03-04T05:06:07Z"
+    assert dto.parse_timestamp(text) == value
+
+
 def test_timestamps_print_as_strftime_printed_them() -> None:
     def reference(value: datetime) -> str:  # strftime, as it was formatted before
         value = (value if value.tzinfo is not None else value.replace(tzinfo=UTC)).astimezone(UTC)

@@ -81,7 +81,8 @@ def parse_timestamp(value: object) -> datetime:
 
 
 def format_timestamp(value: datetime) -> str:
-    """Z-normalized RFC 3339 with 0, 3 or 6 fractional digits, as Google APIs print.
+    """Z-normalized RFC 3339 with 0, 3 or 6 fractional digits, as Google APIs print; the
+    year in four digits (strftime's %Y printed year 1 as "1", which RFC 3339 refuses).
     (An f-string: every timestamp of every answer comes here, and strftime and an aware
     datetime's isoformat take 2-3 times as long.)"""
     if value.tzinfo is not UTC:
@@ -94,7 +95,7 @@ def format_timestamp(value: datetime) -> str:
     else:
         fraction = f".{micros:06d}"
     return (
-        f"{value.year}-{value.month:02d}-{value.day:02d}T"
+        f"{value.year:04d}-{value.month:02d}-{value.day:02d}T"
         f"{value.hour:02d}:{value.minute:02d}:{value.second:02d}{fraction}Z"
     )
 
