@@ -47,6 +47,7 @@ from jennah.ports.model import ModelResult
 from jennah.ports.operations import OperationStore
 from jennah.ports.store import MemoryStore
 from jennah.ports.tasks import FormationTask
+from jennah.ports.work import in_background
 from jennah.services.formation import (
     Formation,
     FormationRequest,
@@ -192,6 +193,32 @@ def formation(
 
 
 # submit
+
+
+class _Marking(SqliteStore):
+    """The store, noting whether each plan is applied as background work."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(path)
+        self.background: list[bool] = []
+
+    def apply(self, plan: CommitPlan) -> CommitResult:
+        self.background.append(in_background())
+        return super().apply(plan)
+
+
+def test_a_delivery_forms_as_background_work_and_the_caller_stays_interactive(
+    world: World,
+) -> None:
+    store = _Marking(world.path)
+    try:
+        world.model.add(ONE_FACT)
+        operation = world.queued(store=store)
+        assert world.deliver(operation, store=store) is Outcome.ACK
+        assert store.background and all(store.background)  # the formation's writes
+        assert not in_background()  # the mark ended with the delivery
+    finally:
+        store.close()
 
 
 def test_submit_creates_a_queued_operation_holding_a_reservation(world: World) -> None:

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from jennah.adapters.embedding.minilm import _Coalescer
+from jennah.ports.work import BACKGROUND_EVERY, background
 
 
 class _GatedRun:
@@ -99,4 +100,40 @@ def test_a_failed_run_raises_for_its_callers_only() -> None:
     assert [r.tolist() for r in fine.rows()] == [[5.0]]
     assert [r.tolist() for r in first.rows()] == [[1.0]]
     assert [r.tolist() for r in coalescer.submit([[6]]).rows()] == [[6.0]]  # still working
+    pool.shutdown()
+
+
+def test_an_interactive_callers_texts_run_before_background_texts_queued_earlier() -> None:
+    run = _GatedRun()
+    coalescer, pool = _coalescer(run)
+    first = coalescer.submit([[1]])
+    assert run.started.wait(timeout=60)
+    with background():  # a formation's texts
+        formation = coalescer.submit([[2, 2], [3, 3, 3]])
+    commit = coalescer.submit([[4, 4, 4, 4], [5, 5, 5]])
+    run.release.set()
+    for queued in (first, formation, commit):
+        queued.rows()
+    assert run.runs == [
+        [(1,)],
+        [(4, 4, 4, 4)],  # the oldest interactive text's length
+        [(5, 5, 5), (3, 3, 3)],  # a background text of the same length shares the run
+        [(2, 2)],
+    ]
+    pool.shutdown()
+
+
+def test_a_background_text_runs_after_at_most_background_every_interactive_runs() -> None:
+    run = _GatedRun()
+    coalescer, pool = _coalescer(run)
+    first = coalescer.submit([[1]])
+    assert run.started.wait(timeout=60)
+    with background():
+        formation = coalescer.submit([[2, 2]])
+    lengths = range(3, 3 + BACKGROUND_EVERY + 1)  # one run each
+    commits = [coalescer.submit([[9] * n]) for n in lengths]
+    run.release.set()
+    for queued in (first, formation, *commits):
+        queued.rows()
+    assert [len(r[0]) for r in run.runs] == [1, *lengths[:BACKGROUND_EVERY], 2, lengths[-1]]
     pool.shutdown()

@@ -10,6 +10,7 @@ import pytest
 
 from jennah.domain.models import ScopeRef
 from jennah.ports.store import MemoryStore
+from jennah.ports.work import in_background
 from jennah.services import lifecycle
 from tests.unit.fakes import FakeStore
 
@@ -24,6 +25,7 @@ class Recorded:
 
     def __init__(self, hold: ScopeRef | None = None) -> None:
         self.runs: list[tuple[ScopeRef, datetime]] = []
+        self.background: list[bool] = []  # in_background() during each pass
         self.hold = hold
         self.started = threading.Event()
         self.release = threading.Event()
@@ -35,6 +37,7 @@ class Recorded:
             assert self.release.wait(30)
         with self.lock:
             self.runs.append((scope, at))
+            self.background.append(in_background())
 
 
 @pytest.fixture
@@ -115,3 +118,19 @@ def test_a_burst_of_writes_is_passed_once_its_writes_pause(recorded: Recorded) -
     assert passes.idle(30)
     assert recorded.runs == [(B, T0.replace(second=4))]
     passes.close()
+
+
+def test_the_threads_passes_are_background_work_and_a_callers_settle_is_its_own(
+    recorded: Recorded,
+) -> None:
+    recorded.hold = None
+    passes = lifecycle.DeferredPasses(FakeStore(), quiet=0, max_delay=0)
+    passes(FakeStore(), A, T0)
+    assert passes.idle(30)
+    slow = lifecycle.DeferredPasses(FakeStore(), quiet=600, max_delay=600)
+    slow(FakeStore(), B, T0)
+    slow.settle(B)  # in this thread: a brief read's own work
+    assert recorded.runs == [(A, T0), (B, T0)]
+    assert recorded.background == [True, False]
+    passes.close()
+    slow.close()

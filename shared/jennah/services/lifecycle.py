@@ -48,6 +48,7 @@ from jennah.domain.rules import REVISION_CHANGED
 from jennah.errors import Aborted, FailedPrecondition, InvalidArgument, JennahError, NotFound
 from jennah.ports.cursors import CursorStore
 from jennah.ports.store import MemoryStore
+from jennah.ports.work import background
 from jennah.services.brief import active_claims, compile_briefs
 
 log = logging.getLogger(__name__)
@@ -366,7 +367,8 @@ class DeferredPasses:
                 at = self._pending.pop(scope)
                 self._seen.pop(scope, None)
                 self._running.add(scope)
-            self._run(scope, at)
+            with background():  # this thread's passes; a caller's `settle` is its own work
+                self._run(scope, at)
 
     def _runnable(self) -> tuple[list[ScopeRef], float | None]:
         """Pending scopes whose pass is due and not running (a change during a scope's pass

@@ -65,6 +65,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from jennah.ports.work import Turns, in_background
+
 DIMENSIONS = 384
 MODEL_NAME = "all-MiniLM-L6-v2"
 MAX_SEQ_LENGTH = 256  # the sentence-transformers max_seq_length of this model
@@ -551,10 +553,12 @@ class _Coalescer:
     workers are draining the queue, starts another. A draining worker takes the oldest
     queued text with every other queued text of that length (at most `batch_size` texts
     and `max_tokens` tokens), runs them as one run, delivers the rows, and goes on until
-    the queue is empty. Nothing ever waits to gather texts: a caller's texts start at
-    once on an idle worker, and texts share a run only when they queued while every
-    worker was busy. `run` must give each text the row it would get alone (true of
-    `_infer` on texts of one length), so sharing never changes a vector.
+    the queue is empty. The oldest text is the oldest interactive caller's while one
+    waits (a background caller's, jennah.ports.work, at least every BACKGROUND_EVERY
+    runs). Nothing ever waits to gather texts: a caller's texts start at once on an idle
+    worker, and texts share a run only when they queued while every worker was busy.
+    `run` must give each text the row it would get alone (true of `_infer` on texts of
+    one length), so sharing never changes a vector.
     """
 
     def __init__(
@@ -571,20 +575,23 @@ class _Coalescer:
         self._batch_size = batch_size
         self._max_tokens = max_tokens
         self._lock = threading.Lock()
-        self._by_length: dict[int, deque[_Text]] = {}  # oldest first
+        # (whether background, token length) -> its texts, oldest first
+        self._queues: dict[tuple[bool, int], deque[_Text]] = {}
         self._arrivals = 0
         self._draining = 0
+        self._turns = Turns()
 
     def submit(self, token_ids: Sequence[Sequence[int]]) -> _Queued:
         queued = _Queued(len(token_ids))
         if not token_ids:
             queued._done.set()
             return queued
+        background = in_background()
         with self._lock:
             for position, ids in enumerate(token_ids):
                 text = _Text(ids, queued, position, self._arrivals)
                 self._arrivals += 1
-                self._by_length.setdefault(len(ids), deque()).append(text)
+                self._queues.setdefault((background, len(ids)), deque()).append(text)
             starting = min(self._workers - self._draining, len(token_ids))
             self._draining += starting
         for _ in range(starting):
@@ -610,15 +617,24 @@ class _Coalescer:
                         text.queued._deliver(text.position, row, None)
 
     def _take(self) -> list[_Text]:
-        """The next run (under the lock): the oldest queued text and its length's next."""
-        if not self._by_length:
+        """The next run (under the lock): the oldest text of the class whose turn it is,
+        and the next texts of its length (of its class first)."""
+        if not self._queues:
             return []
-        length = min(self._by_length, key=lambda n: self._by_length[n][0].order)
-        waiting = self._by_length[length]
+        classes = {background for background, _ in self._queues}
+        background = self._turns.background_next(False in classes, True in classes)
+        _, length = min(
+            (key for key in self._queues if key[0] == background),
+            key=lambda key: self._queues[key][0].order,
+        )
         size = max(1, min(self._batch_size, self._max_tokens // length))
-        texts = [waiting.popleft() for _ in range(min(size, len(waiting)))]
-        if not waiting:
-            del self._by_length[length]
+        texts: list[_Text] = []
+        for key in ((background, length), (not background, length)):
+            waiting = self._queues.get(key)
+            while waiting and len(texts) < size:
+                texts.append(waiting.popleft())
+            if waiting is not None and not waiting:
+                del self._queues[key]
         return texts
 
 

@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING
 import sqlite_vec
 from pysqlite3 import dbapi2
 
+from jennah.ports.work import Turns, in_background
+
 if TYPE_CHECKING:
     from sqlite3 import Connection
 
@@ -29,6 +31,75 @@ MMAP_BYTES = 1 << 30
 
 OperationalError: type[Exception] = dbapi2.OperationalError
 IntegrityError: type[Exception] = dbapi2.IntegrityError
+
+
+class WriteLock:
+    """A SQLite file's write lock in this process (see `write_lock`): a waiting
+    interactive writer goes before a waiting background one (jennah.ports.work: a
+    formation's commit, a lifecycle pass), and a background one at least every
+    BACKGROUND_EVERY grants. Not reentrant."""
+
+    def __init__(self) -> None:
+        self._changed = threading.Condition(threading.Lock())
+        self._held = False
+        self._waiting = {False: 0, True: 0}  # by in_background()
+        self._next: bool | None = None  # the class the lock was handed to, while it waits
+        self._turns = Turns()
+
+    def acquire(self) -> None:
+        mine = in_background()
+        with self._changed:
+            self._waiting[mine] += 1
+            try:
+                while self._held or self._next not in (None, mine):
+                    self._changed.wait()
+            except BaseException:  # handed the lock and gone: hand it on
+                if self._next == mine and self._waiting[mine] == 1:
+                    self._next = None
+                    self._changed.notify_all()
+                raise
+            finally:
+                self._waiting[mine] -= 1
+            self._held, self._next = True, None
+
+    def release(self) -> None:
+        with self._changed:
+            self._held = False
+            interactive, background = self._waiting[False] > 0, self._waiting[True] > 0
+            if interactive or background:
+                self._next = self._turns.background_next(interactive, background)
+                self._changed.notify_all()
+
+    def waiting(self) -> tuple[int, int]:
+        """How many interactive and background writers wait for the lock now."""
+        with self._changed:
+            return self._waiting[False], self._waiting[True]
+
+    def __enter__(self) -> WriteLock:
+        self.acquire()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+
+_WRITE_LOCKS: dict[Path, WriteLock] = {}
+_WRITE_LOCKS_GUARD = threading.Lock()
+
+
+def write_lock(path: Path) -> WriteLock:
+    """This process's one write lock on the SQLite file at `path`, whatever the spelling of
+    the path. Every store on the file (the memory store and each control store: they share
+    `memory.db` locally) writes under it, so the writers of one process queue on a lock
+    that wakes the next at once, in the order WriteLock gives, instead of in SQLite's busy
+    handler, which sleeps 1 to 100 ms between polls of the file lock. Writers of other
+    processes still meet at the file lock (BUSY_TIMEOUT_MS)."""
+    key = path.resolve()
+    with _WRITE_LOCKS_GUARD:
+        lock = _WRITE_LOCKS.get(key)
+        if lock is None:
+            lock = _WRITE_LOCKS[key] = WriteLock()
+        return lock
 
 
 def open_connection(path: Path) -> Connection:
@@ -130,7 +201,8 @@ class ControlFile:
     """One SQLite file a control store writes through one connection and reads
     through a pool of connections.
 
-    Writes are serialized by a lock, each in one BEGIN IMMEDIATE transaction;
+    Writes are serialized by the file's write lock (`write_lock`: one per file in the
+    process, whichever store writes), each in one BEGIN IMMEDIATE transaction;
     reads never block the writer (WAL). `ddl` (statements separated by ";") is
     run in one transaction on open, so it must be idempotent (IF NOT EXISTS);
     `upgrade`, when given, runs first in that transaction, to bring tables an
@@ -149,7 +221,7 @@ class ControlFile:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._store = store
         self._writer = open_connection(self.path)
-        self._write_lock = threading.Lock()
+        self._write_lock = write_lock(self.path)
         with self.transaction() as conn:
             if upgrade is not None:
                 upgrade(conn)

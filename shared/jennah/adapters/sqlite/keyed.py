@@ -20,7 +20,6 @@ expectedVersion exactly one wins.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
@@ -34,7 +33,7 @@ from jennah.errors import NotFound
 if TYPE_CHECKING:
     from sqlite3 import Connection
 
-    from jennah.adapters.sqlite.connection import ConnectionPool
+    from jennah.adapters.sqlite.connection import ConnectionPool, WriteLock
 
 TABLES = ("keyed_memory_links", "keyed_memory_terms", "keyed_memories")
 
@@ -87,7 +86,7 @@ class SqliteKeyedMemories:
     """KeyedMemoryStore over the store's connections (mixed into SqliteStore)."""
 
     _pool: ConnectionPool
-    _write_lock: threading.Lock
+    _write_lock: WriteLock
     _transaction: Callable[[], AbstractContextManager[Connection]]
     _commit_micros: Callable[[Connection], int]
 

@@ -31,6 +31,7 @@ from jennah.adapters.sqlite.connection import (
     OperationalError,
     open_connection,
     read_transaction,
+    write_lock,
 )
 from jennah.adapters.sqlite.keyed import SqliteKeyedMemories, ensure_tables
 from jennah.adapters.sqlite.schema import ensure_schema
@@ -98,7 +99,7 @@ class SqliteStore(SqliteKeyedMemories):
         ensure_schema(self._writer)
         ensure_tables(self._writer)  # keyed memory's own tables (adapters/sqlite/keyed.py)
         self._pool = ConnectionPool(self.path)
-        self._write_lock = threading.Lock()
+        self._write_lock = write_lock(self.path)  # the control stores on the file share it
         self._index_lock = threading.Lock()
         self._indexes = IndexCache(index_budget_rows)
         self._claims_lock = threading.Lock()

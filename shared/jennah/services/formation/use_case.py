@@ -66,6 +66,7 @@ from jennah.ports.operations import OperationStore
 from jennah.ports.store import MemoryStore
 from jennah.ports.tasks import FormationTask, TaskQueue
 from jennah.ports.vocabulary import VocabularyStore
+from jennah.ports.work import background
 from jennah.services import lifecycle
 from jennah.services.billing import (
     AdmittedFormation,
@@ -354,8 +355,13 @@ class Formation:
 
     def work(self, task: FormationTask, worker: str | None = None) -> Outcome:
         """Run one delivery of a task: claim the operation, form, settle, finish.
-        Idempotent (see the module doc); `worker` names this delivery's claim."""
-        worker = worker or worker_id()
+        Idempotent (see the module doc); `worker` names this delivery's claim. It is
+        background work (jennah.ports.work): a process that also answers calls serves
+        them first at the resources both wait for."""
+        with background():
+            return self._deliver(task, worker or worker_id())
+
+    def _deliver(self, task: FormationTask, worker: str) -> Outcome:
         claim = self.operations.claim(
             task.enterprise_id, task.operation_id, worker, self.now(), self.lease
         )
