@@ -220,8 +220,8 @@ def assert_same_ranking(
 
 # -- raw rows, below the port ---------------------------------------------------
 
-# Tables a destroy empties but does not count: SQLite's per-scope generation.
-BOOKKEEPING_TABLES = frozenset({"scope_generations"})
+# Tables a destroy empties but does not count: SQLite's per-scope generation and number.
+BOOKKEEPING_TABLES = frozenset({"scope_generations", "scope_ordinals"})
 
 
 def row_counts(store: MemoryStore, scope: ScopeRef) -> dict[str, int]:

@@ -41,7 +41,15 @@ from jennah.domain.models import (
 from jennah.errors import Aborted, JennahError, NotFound
 from jennah.ports.store import MemoryStore
 from jennah.services.commands import ChunkInput, SupersessionInput
-from tests.contract.conftest import EMBEDDER, NOW, at, commit_items, one_chunk, row_counts
+from tests.contract.conftest import (
+    BOOKKEEPING_TABLES,
+    EMBEDDER,
+    NOW,
+    at,
+    commit_items,
+    one_chunk,
+    row_counts,
+)
 
 # Set by the store on every write: compared apart.
 _STORE_STAMPED = {"created_at", "updated_at", "embedding"}
@@ -536,7 +544,7 @@ def test_destroy_scope_erases_evidence_briefs_and_change_log(
     assert before["evidence"] == 1 and before["briefs"] == 2 and before["change_log"] == 1
 
     assert store.destroy_scope(scope) == sum(
-        n for table, n in before.items() if table != "scope_generations"
+        n for table, n in before.items() if table not in BOOKKEEPING_TABLES
     )
 
     assert all(n == 0 for n in row_counts(store, scope).values())

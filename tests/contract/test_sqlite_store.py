@@ -576,5 +576,114 @@ def test_a_version_5_file_gets_the_suppressions_table(tmp_path: Path) -> None:
     assert len(store.list_claims(scope, None, None, 10)) == 1
     store.close()
     conn = open_connection(path)
-    assert conn.execute("PRAGMA user_version").fetchone()[0] == schema.SCHEMA_VERSION == 7
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == schema.SCHEMA_VERSION == 8
+    conn.close()
+
+
+def _row_ranges(path: Path) -> dict[str, list[tuple[int, int]]]:
+    """Each scope's (row id, scope number) pairs, by scope id."""
+    conn = open_connection(path)
+    try:
+        found: dict[str, list[tuple[int, int]]] = {}
+        for scope_id, row_id, ordinal in conn.execute(
+            "SELECT r.scope_id, r.row_id, o.ordinal FROM memory_records AS r "
+            "LEFT JOIN scope_ordinals AS o USING (enterprise_id, scope_id) ORDER BY r.row_id"
+        ):
+            found.setdefault(scope_id, []).append((row_id, ordinal))
+        return found
+    finally:
+        conn.close()
+
+
+def _in_own_range(pairs: list[tuple[int, int]]) -> bool:
+    return all(
+        ordinal is not None
+        and ordinal * schema.ROW_RANGE < row_id < (ordinal + 1) * schema.ROW_RANGE
+        for row_id, ordinal in pairs
+    )
+
+
+def _fts_intact(path: Path) -> None:
+    conn = open_connection(path)
+    try:
+        for index in ("memory_records_text", "memory_records_trigrams"):
+            conn.execute(f"INSERT INTO {index} ({index}, rank) VALUES ('integrity-check', 1)")
+    finally:
+        conn.close()
+
+
+def test_each_scopes_rows_take_row_ids_of_its_own_range_even_after_a_destroy(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "memory.db"
+    store = SqliteStore(path)
+    a, b = new_scope(), new_scope()
+    for i in range(3):  # interleaved writes
+        commit_items(store, a, chunks=[ChunkInput(text=f"Ana's tea ceremony {i}")])
+        commit_items(store, b, chunks=[ChunkInput(text=f"Bo's tea ceremony {i}")])
+    commit_items(store, a, chunks=[ChunkInput(text="Ana's tea ceremony 0")])  # a replace
+    ranges = _row_ranges(path)
+    assert [len(ranges[a.scope_id]), len(ranges[b.scope_id])] == [3, 3]
+    assert _in_own_range(ranges[a.scope_id]) and _in_own_range(ranges[b.scope_id])
+    assert {o for _, o in ranges[a.scope_id]} != {o for _, o in ranges[b.scope_id]}
+    store.destroy_scope(a)
+    commit_items(store, a, chunks=[ChunkInput(text="Ana again")])
+    ranges = _row_ranges(path)
+    assert len(ranges[a.scope_id]) == 1 and _in_own_range(ranges[a.scope_id])
+    assert sorted(hit.record.text for hit in store.search_words(b, ["tea"], 10, [], NOW)) == [
+        f"Bo's tea ceremony {i}" for i in range(3)
+    ]
+    store.close()
+    _fts_intact(path)
+
+
+def _as_version_7(path: Path) -> None:
+    """Back to version 7: row ids 1, 2, ... in the order the rows were written (scopes
+    interleaved), no scope numbers, the FTS5 indexes rebuilt on those ids."""
+    conn = open_connection(path)
+    conn.execute("BEGIN")
+    written = conn.execute("SELECT row_id FROM memory_records ORDER BY created_at, row_id")
+    for new_id, (row_id,) in enumerate(list(written), start=1):
+        conn.execute("UPDATE memory_records SET row_id = ? WHERE row_id = ?", (new_id, row_id))
+    conn.execute("DROP TABLE scope_ordinals")
+    for index in ("memory_records_text", "memory_records_trigrams"):
+        conn.execute(f"INSERT INTO {index} ({index}) VALUES ('rebuild')")
+    conn.execute("PRAGMA user_version = 7")
+    conn.execute("COMMIT")
+    conn.close()
+
+
+def test_a_version_7_file_moves_each_scopes_rows_into_a_range_of_its_own(tmp_path: Path) -> None:
+    path = tmp_path / "memory.db"
+    store = SqliteStore(path)
+    a, b = new_scope(), new_scope()
+    for i in range(3):
+        commit_items(store, b, chunks=[ChunkInput(text=f"Bo's tea ceremony {i}")])
+        commit_items(store, a, chunks=[ChunkInput(text=f"Ana's tea ceremony {i}")])
+    store.close()
+    _as_version_7(path)
+    conn = open_connection(path)
+    old = conn.execute(
+        "SELECT row_id FROM memory_records WHERE scope_id = ? ORDER BY row_id", (b.scope_id,)
+    )
+    assert [row_id for (row_id,) in old] == [1, 3, 5]
+    conn.close()
+
+    store = SqliteStore(path)
+    ranges = _row_ranges(path)
+    assert [row_id % schema.ROW_RANGE for row_id, _ in ranges[b.scope_id]] == [1, 3, 5]
+    assert {o for _, o in ranges[b.scope_id]} == {1}  # numbered by their first row
+    assert {o for _, o in ranges[a.scope_id]} == {2} and _in_own_range(ranges[a.scope_id])
+    texts = [f"Ana's tea ceremony {i}" for i in range(3)]
+    found = store.search_words(a, ["ceremony"], 10, [], NOW)
+    assert sorted(hit.record.text for hit in found) == texts
+    typo = store.search_words(a, ["ceremonei"], 10, [], NOW, fuzzy=True)
+    assert sorted(hit.record.text for hit in typo) == texts
+    commit_items(store, a, chunks=[ChunkInput(text="Ana's tea ceremony 3")])
+    assert len(store.search_words(a, ["ceremony"], 10, [], NOW)) == 4
+    store.close()
+    assert _in_own_range(_row_ranges(path)[a.scope_id])
+    _fts_intact(path)
+    conn = open_connection(path)
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == schema.SCHEMA_VERSION
     conn.close()

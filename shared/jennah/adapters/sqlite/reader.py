@@ -8,6 +8,7 @@ from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from jennah.adapters.sqlite import bm25, codec
+from jennah.adapters.sqlite.schema import ROW_RANGE
 from jennah.adapters.sqlite.vector_index import IndexEntry, IndexRow
 from jennah.domain import rules
 from jennah.domain.card import CardKey, ClaimFilter
@@ -51,6 +52,12 @@ _NODE_COLUMNS = {"NodeId": "node_id", "Label": "label", "NodeType": "node_type"}
 
 def _scope(scope: ScopeRef) -> tuple[str, str]:
     return (scope.enterprise_id, scope.scope_id)
+
+
+# `rowid` of an FTS5 index within the scope's range of row ids (schema.py; ? ?: the scope,
+# twice): FTS5 reads only that range of each matching word's rows, not every scope's.
+_ORDINAL = f"(SELECT ordinal * {ROW_RANGE} FROM scope_ordinals WHERE {_IN_SCOPE})"
+_IN_SCOPE_RANGE = f"rowid BETWEEN {_ORDINAL} + 1 AND {_ORDINAL} + {ROW_RANGE - 1}"
 
 
 def _batches(values: Sequence[str]) -> Iterator[list[str]]:
@@ -309,21 +316,25 @@ def _ranked(
     # expression once per record of the scope, tens of times slower. Each match is
     # checked through memory_records_for_search (the filters' metadata aside), and
     # the records are read for the answer alone.
+    in_range = _scope(scope) * 2
     if len(matches) == 1:  # the index itself
         found, row_id, score = index, f"{index}.rowid", f"-bm25({index})"
-        match = f"{index} MATCH ? AND "
+        match = f"{index} MATCH ? AND {index}.{_IN_SCOPE_RANGE} AND "
+        match_params: tuple[Any, ...] = (*matches, *in_range)
     else:
         union = " UNION ALL ".join(
-            f"SELECT rowid AS row_id, -bm25({index}) AS score FROM {index} WHERE {index} MATCH ?"
+            f"SELECT rowid AS row_id, -bm25({index}) AS score FROM {index} "
+            f"WHERE {index} MATCH ? AND {_IN_SCOPE_RANGE}"
             for _ in matches
         )
         found, row_id, score, match = f"({union}) AS s", "s.row_id", "s.score", ""
+        match_params = tuple(p for m in matches for p in (m, *in_range))
     rows = conn.execute(
         f"SELECT r.row_id, {score} AS score FROM {found} "
         f"CROSS JOIN memory_records AS r INDEXED BY memory_records_for_search "
         f"ON r.row_id = {row_id} WHERE {match}r.enterprise_id = ? AND r.scope_id = ? "
         f"AND {_VALID_AT} AND r.{_SHOWN}{clauses} ORDER BY score DESC, r.id LIMIT ?",
-        (*matches, *_scope(scope), as_of, as_of, *params, limit),
+        (*match_params, *_scope(scope), as_of, as_of, *params, limit),
     )
     return [(int(row[0]), float(row[1])) for row in rows]
 
@@ -359,14 +370,16 @@ def held_words(
     sql = (
         f"SELECT 1 FROM {WORD_INDEX} CROSS JOIN memory_records AS r "
         f"INDEXED BY memory_records_for_search ON r.row_id = {WORD_INDEX}.rowid "
-        f"WHERE {WORD_INDEX} MATCH ? AND r.enterprise_id = ? AND r.scope_id = ? "
+        f"WHERE {WORD_INDEX} MATCH ? AND {WORD_INDEX}.{_IN_SCOPE_RANGE} "
+        f"AND r.enterprise_id = ? AND r.scope_id = ? "
         f"AND {_VALID_AT} AND r.{_SHOWN}{clauses} LIMIT 1"
     )
+    in_range = _scope(scope) * 3
     return {
         word
         for word in words
         if word.strip()
-        and conn.execute(sql, (quoted(word), *_scope(scope), as_of, as_of, *params)).fetchone()
+        and conn.execute(sql, (quoted(word), *in_range, as_of, as_of, *params)).fetchone()
     }
 
 

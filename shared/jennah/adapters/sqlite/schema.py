@@ -9,6 +9,11 @@ so the two stores read alike. Differences that SQLite forces:
   UNIQUE (enterprise_id, scope_id, id) key: the FTS5 index refers to rows by
   rowid, and only an explicit INTEGER PRIMARY KEY keeps rowids stable across
   VACUUM. Every other table is WITHOUT ROWID, clustered on its key.
+- Since version 8 a scope's rows have row ids of their own range: `scope_ordinals`
+  numbers each scope that holds rows (1, 2, ...), and a row of scope n gets a row id
+  between n * 2^32 + 1 and (n + 1) * 2^32 - 1 (the writer takes the range's next),
+  so a word search reads from the FTS5 indexes only the rowids of its scope's range
+  instead of every scope's matches. A destroyed scope's ordinal goes with its rows.
 - Embeddings are sqlite-vec float32 BLOBs (written through `vec_f32`, so
   `vec_distance_cosine` and friends read them directly).
 - `scope_generations` holds, per scope, a generation bumped by triggers on
@@ -54,7 +59,9 @@ version-5 columns (ALTER TABLE ... ADD COLUMN with their defaults: no links, no
 extensions, time zone UTC), `memory_records_for_search` rebuilt with `status`, and the
 two new tables; versions 1 to 5 get `memory_records_by_created_at`, built from the
 stored rows, and the (empty) `suppressions` table; versions 1 to 6 get `claim_applies_to`,
-built from the stored rows.
+built from the stored rows; versions 1 to 7 get `scope_ordinals` (in the order of each
+scope's first row) and every row moved into its scope's range (its row id + the range's
+start), the two FTS5 indexes rebuilt.
 """
 
 from __future__ import annotations
@@ -67,7 +74,7 @@ from jennah.errors import FailedPrecondition
 if TYPE_CHECKING:
     from sqlite3 import Connection
 
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 EMBEDDING_BYTES = 384 * 4
 
 _TABLES = f"""
@@ -140,6 +147,13 @@ CREATE VIRTUAL TABLE IF NOT EXISTS memory_records_trigrams USING fts5(
   content_rowid='row_id',
   tokenize='trigram'
 );
+
+CREATE TABLE IF NOT EXISTS scope_ordinals (
+  enterprise_id TEXT NOT NULL,
+  scope_id TEXT NOT NULL,
+  ordinal INTEGER NOT NULL UNIQUE,
+  PRIMARY KEY (enterprise_id, scope_id)
+) WITHOUT ROWID;
 
 CREATE TABLE IF NOT EXISTS scope_generations (
   enterprise_id TEXT NOT NULL,
@@ -438,6 +452,8 @@ def _create(conn: Connection, version: int) -> None:
         conn.execute(statement)
     for name in re.findall(r"CREATE TRIGGER IF NOT EXISTS (\w+)", _TRIGGERS):
         conn.execute(f"DROP TRIGGER IF EXISTS {name}")
+    if 0 < version < 8:  # scope row ranges are new in version 8 (no trigger fires here)
+        _move_rows_into_scope_ranges(conn)
     for statement in _triggers():
         conn.execute(statement)
     if version == 1:
@@ -449,6 +465,39 @@ def _create(conn: Connection, version: int) -> None:
     if 0 < version < 7:  # the card's node index is new in version 7: index the stored rows
         conn.execute(_INDEX_STORED_APPLIES_TO)
     conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+
+
+# A row id's scope range: scope n's rows have ids n * ROW_RANGE + 1 to (n + 1) * ROW_RANGE - 1.
+ROW_RANGE = 1 << 32
+
+
+def _move_rows_into_scope_ranges(conn: Connection) -> None:
+    """Number the scopes holding rows in the order of their first row, move each row into
+    its scope's range (its old row id, below ROW_RANGE, added to the range's start) and
+    rebuild both FTS5 indexes, which refer to rows by row id. A scope numbered already
+    keeps its number, a row in its range already stays."""
+    (highest,) = conn.execute(
+        "SELECT coalesce(max(row_id), 0) FROM memory_records WHERE row_id < ?", (ROW_RANGE,)
+    ).fetchone()
+    if not highest:
+        return
+    conn.execute(
+        "INSERT INTO scope_ordinals (enterprise_id, scope_id, ordinal) "
+        "SELECT enterprise_id, scope_id, (SELECT coalesce(max(ordinal), 0) FROM scope_ordinals) "
+        "+ row_number() OVER (ORDER BY min(row_id)) FROM memory_records AS r "
+        "WHERE row_id < ? AND NOT EXISTS (SELECT 1 FROM scope_ordinals AS o "
+        "WHERE o.enterprise_id = r.enterprise_id AND o.scope_id = r.scope_id) "
+        "GROUP BY enterprise_id, scope_id",
+        (ROW_RANGE,),
+    )
+    conn.execute(
+        "UPDATE memory_records SET row_id = row_id + ? * (SELECT ordinal FROM scope_ordinals "
+        "AS o WHERE o.enterprise_id = memory_records.enterprise_id "
+        "AND o.scope_id = memory_records.scope_id) WHERE row_id < ?",
+        (ROW_RANGE, ROW_RANGE),
+    )
+    for index in ("memory_records_text", "memory_records_trigrams"):
+        conn.execute(f"INSERT INTO {index} ({index}) VALUES ('rebuild')")
 
 
 _INDEX_STORED_APPLIES_TO = """

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from jennah.adapters.sqlite import codec
-from jennah.adapters.sqlite.schema import SCOPED_TABLES
+from jennah.adapters.sqlite.schema import ROW_RANGE, SCOPED_TABLES
 from jennah.domain import rules
 from jennah.domain.models import ClaimUpdate, CommitPlan, CommitResult, ScopeRef, Supersession
 from jennah.errors import Aborted, AlreadyExists, NotFound
@@ -17,11 +17,18 @@ from jennah.errors import Aborted, AlreadyExists, NotFound
 if TYPE_CHECKING:
     from sqlite3 import Connection
 
+# A new row takes the next row id of its scope's range (schema.py: scope n's rows have ids
+# n * ROW_RANGE + 1 to (n + 1) * ROW_RANGE - 1; _SCOPE_ORDINAL numbers the scope first).
 # A replace never touches valid_at, invalid_at, superseded_by, status,
 # created_at or retired_at: only supersessions change validity. Nor the reinforcement
 # (only claim updates change it); a replace is the stored claim's next revision.
 _UPSERT_RECORD = f"""
-INSERT INTO memory_records ({codec.RECORD_COLUMNS}) VALUES (
+INSERT INTO memory_records (row_id, {codec.RECORD_COLUMNS}) VALUES (
+  (SELECT 1 + coalesce(
+     (SELECT max(row_id) FROM memory_records
+      WHERE row_id > o.ordinal * {ROW_RANGE} AND row_id < (o.ordinal + 1) * {ROW_RANGE}),
+     o.ordinal * {ROW_RANGE})
+   FROM scope_ordinals AS o WHERE o.enterprise_id = :enterprise_id AND o.scope_id = :scope_id),
   :enterprise_id, :scope_id, :id, :key, :revision, :content_hash, :text, :summary, :about,
   :when_to_use, :type, :metadata, :strength, :pin, :authority, :confidence, :sensitivity,
   :valid_at, :invalid_at, :valid_until, :created_at, :updated_at, :retired_at, :status,
@@ -40,6 +47,13 @@ ON CONFLICT (enterprise_id, scope_id, id) DO UPDATE SET
   durability = excluded.durability, applies_to = excluded.applies_to,
   related = excluded.related, needs_enrichment = excluded.needs_enrichment,
   extensions = excluded.extensions, embedding = excluded.embedding
+"""
+
+# The scope's number, the next one, unless it has one (WHERE true: an upsert's SELECT).
+_SCOPE_ORDINAL = """
+INSERT INTO scope_ordinals (enterprise_id, scope_id, ordinal)
+SELECT ?, ?, 1 + coalesce(max(ordinal), 0) FROM scope_ordinals WHERE true
+ON CONFLICT (enterprise_id, scope_id) DO NOTHING
 """
 
 # node_type is assign-once: a stored class is kept, a NULL one may be set.
@@ -158,6 +172,7 @@ def destroy_scope(conn: Connection, scope: ScopeRef) -> int:
         erased += cursor.rowcount
     conn.execute(_RAISE_GENERATION_FLOOR, key)
     conn.execute("DELETE FROM scope_generations WHERE enterprise_id = ? AND scope_id = ?", key)
+    conn.execute("DELETE FROM scope_ordinals WHERE enterprise_id = ? AND scope_id = ?", key)
     return erased
 
 
@@ -191,6 +206,8 @@ def _keys(scope: ScopeRef, commit_us: int) -> dict[str, Any]:
 
 
 def _write_chunks(conn: Connection, plan: CommitPlan, commit_us: int) -> None:
+    if plan.chunks:
+        conn.execute(_SCOPE_ORDINAL, (plan.scope.enterprise_id, plan.scope.scope_id))
     params = [codec.record_params(chunk, plan.scope, commit_us) for chunk in plan.chunks]
     _execute_many(conn, _UPSERT_RECORD, params)
 
