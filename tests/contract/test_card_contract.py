@@ -206,7 +206,7 @@ def test_a_version_5_sqlite_file_gets_the_card_index(tmp_path: Path, scope: Scop
     assert page_ids(store, scope) == [rules.chunk_id("Ana likes tea", None)]
     store.close()
     conn = open_connection(path)
-    assert conn.execute("PRAGMA user_version").fetchone()[0] == schema.SCHEMA_VERSION == 7
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == schema.SCHEMA_VERSION == 8
     indexes = {row[1] for row in conn.execute("PRAGMA index_list(memory_records)")}
     assert "memory_records_by_created_at" in indexes
     plan = conn.execute(
@@ -262,6 +262,6 @@ def test_the_sqlite_node_index_follows_every_write(tmp_path: Path, scope: ScopeR
     store.destroy_scope(scope)
     store.close()
     conn = open_connection(path)
-    assert conn.execute("PRAGMA user_version").fetchone()[0] == schema.SCHEMA_VERSION == 7
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == schema.SCHEMA_VERSION == 8
     assert conn.execute("SELECT count(*) FROM claim_applies_to").fetchone()[0] == 0
     conn.close()
