@@ -180,17 +180,16 @@ class SqliteStore(SqliteKeyedMemories):
         return record
 
     def _commit_micros(self, conn: Connection) -> int:
-        """Now, or just after the last commit of any process, whichever is later."""
-        row = conn.execute("SELECT last_commit_us FROM commit_clock WHERE singleton = 1").fetchone()
-        now = codec.required_micros(self._clock())
-        if row is not None:
-            now = max(now, int(row[0]) + 1)
-        conn.execute(
+        """Now, or just after the last commit of any process, whichever is later (one
+        statement: each one a writer issues holds the file's write lock a little longer)."""
+        ((micros,),) = conn.execute(
             "INSERT INTO commit_clock (singleton, last_commit_us) VALUES (1, ?) "
-            "ON CONFLICT (singleton) DO UPDATE SET last_commit_us = excluded.last_commit_us",
-            (now,),
-        )
-        return now
+            "ON CONFLICT (singleton) DO UPDATE "
+            "SET last_commit_us = max(excluded.last_commit_us, last_commit_us + 1) "
+            "RETURNING last_commit_us",
+            (codec.required_micros(self._clock()),),
+        ).fetchall()
+        return int(micros)
 
     def _claims_are_at(self, scope: ScopeRef, generation: int) -> bool:
         with self._claims_lock:
