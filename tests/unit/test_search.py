@@ -80,6 +80,15 @@ class PartsStore:
             ScoredRecord(record=self.records["x"], score=4.0),  # under half the best
         ][:limit]
 
+    def held_words(
+        self,
+        scope: ScopeRef,
+        words: Sequence[str],
+        filters: Sequence[MetadataFilter],
+        as_of: datetime,
+    ) -> set[str]:
+        return set()  # every word the word matches leave is a typo
+
 
 def run(
     store: PartsStore | None = None, query: str = "dentits appointment", **kwargs: Any
