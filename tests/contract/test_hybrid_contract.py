@@ -164,7 +164,7 @@ def test_a_word_a_chunk_holds_as_written_is_no_typo(store: MemoryStore, scope: S
     # the word match (sports day: two words) leaves "porto" and "portto", and Porto is held
     recorded, text = TypoSearches(store), "sports school porto portto"
     for filters in ([], NOT_TRAVEL):
-        search(recorded, scope, text, mode=HYBRID, top_k=1, filters=filters)  # type: ignore[arg-type]
+        search(recorded, scope, text, mode=HYBRID, top_k=1, filters=filters)
     assert recorded.words == [["portto"], ["porto", "portto"]]
 
 
@@ -215,6 +215,7 @@ def test_hybrid_interleaves_its_parts(store: MemoryStore, corpus: ScopeRef) -> N
     exact = store.search_words(corpus, words, top_k, [], as_of)
     typos = retrieval.unmatched_words(words, [hit.record.text for hit in exact])
     assert typos == ["lisbn"]  # "greyhound" is held by the word matches
+    assert store.held_words(corpus, typos, [], as_of) == set()  # and "lisbn" by no chunk
     typo = store.search_words(corpus, typos, len(typos), [], as_of, fuzzy=True)  # one a word
     semantic = store.search_chunks(corpus, EMBEDDER.embed(text), top_k, [], as_of)
     strong = retrieval.strong_matches([(hit.record.id, hit.score) for hit in exact])
@@ -305,7 +306,7 @@ def test_semantic_mode_is_unchanged(store: MemoryStore, corpus: ScopeRef) -> Non
 def test_a_word_search_answers_whole_records_without_their_embedding(
     store: MemoryStore, corpus: ScopeRef, fuzzy: bool
 ) -> None:
-    words = ["lemonn", "lisbn"] if fuzzy else ["lemon", "lisbon"]  # a held word is no typo
+    words = ["lemonn", "lisbn"] if fuzzy else ["lemon", "lisbon"]  # typos, as the service asks
     hits = store.search_words(corpus, words, 5, [], NOW, fuzzy=fuzzy)
     stored = {r.id: r for r in store.get_chunks(corpus, [h.record.id for h in hits])}
     assert {cid("tea with lemon"), cid("green tea in Lisbon")} <= {h.record.id for h in hits}
