@@ -51,7 +51,7 @@ from jennah.domain.retrieval import RetrievalMode
 from jennah.ports.embedder import Embedder
 from jennah.services.commands import ChunkInput, CommitCommand, QueryCommand, SemanticQuery
 from jennah.services.commit import MAX_COMMIT_ITEMS, commit
-from jennah.services.query import query
+from jennah.services.query import query, typo_words
 
 DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo10.json"
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
@@ -309,8 +309,9 @@ def _merges(store: Any, scope: ScopeRef, embedder: Embedder, text: str) -> dict[
     semantic = store.search_chunks(scope, embedder.embed(text), depth, [], as_of)
     exact = store.search_words(scope, words, depth, [], as_of) if words else []
     texts = [hit.record.text for hit in exact[:TOP_K]]  # as the service decides
-    typo_words = retrieval.fuzzy_words(retrieval.unmatched_words(words, texts))
-    typo = store.search_words(scope, typo_words, depth, [], as_of, fuzzy=True) if typo_words else []
+    unmatched = retrieval.fuzzy_words(retrieval.unmatched_words(words, texts))
+    typos = typo_words(store, scope, unmatched, [], as_of)
+    typo = store.search_words(scope, typos, depth, [], as_of, fuzzy=True) if typos else []
     dia = {hit.record.id: _dia(hit) for hit in [*semantic, *exact, *typo]}
     ids = [[hit.record.id for hit in part] for part in (semantic, exact, typo)]
     out: dict[str, list[str]] = {}
@@ -323,7 +324,7 @@ def _merges(store: Any, scope: ScopeRef, embedder: Embedder, text: str) -> dict[
     top = [(hit.record.id, hit.score) for hit in exact[:TOP_K]]  # what the service gets
     for share in KEYWORD_SHARES:  # with the best typo-tolerant match per typo word
         strong = retrieval.strong_matches(top, share)
-        keyword = retrieval.lexical_order(strong, ids[2][: len(typo_words)])
+        keyword = retrieval.lexical_order(strong, ids[2][: len(unmatched)])
         merged = retrieval.interleave(ids[0], keyword, retrieval.MERGE_LEAD)
         name = f"interleave, 3 lead, words >= {share} x best"
         out[name] = [dia[i] for i in merged[:TOP_K]]

@@ -18,6 +18,7 @@ from _common import open_sqlite_store
 from jennah.domain import retrieval
 from jennah.domain.models import ScopeRef
 from jennah.services.commit import commit
+from jennah.services.query import typo_words
 from locomo import DEFAULT_DATA, TimedEmbedder, _commands, _make_embedder, load
 
 DEPTH = 50
@@ -50,11 +51,10 @@ def main() -> None:
                 sem = store.search_chunks(scope, vector, DEPTH, [], as_of)
                 exact = store.search_words(scope, words, DEPTH, [], as_of) if words else []
                 texts = [h.record.text for h in exact[:10]]
-                typo_words = retrieval.fuzzy_words(retrieval.unmatched_words(words, texts))
+                unmatched = retrieval.fuzzy_words(retrieval.unmatched_words(words, texts))
+                typos = typo_words(store, scope, unmatched, [], as_of)
                 typo = (
-                    store.search_words(scope, typo_words, DEPTH, [], as_of, fuzzy=True)
-                    if typo_words
-                    else []
+                    store.search_words(scope, typos, DEPTH, [], as_of, fuzzy=True) if typos else []
                 )
                 questions.append(
                     {
@@ -65,7 +65,7 @@ def main() -> None:
                         "vector": vector,
                         "sem": [(h.record.id, h.score) for h in sem],
                         "exact": [(h.record.id, h.score) for h in exact],
-                        "typo_words": typo_words,
+                        "unmatched": unmatched,
                         "typo": [(h.record.id, h.score) for h in typo],
                     }
                 )

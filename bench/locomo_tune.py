@@ -38,7 +38,7 @@ def shipped(pool: int = 10) -> Merge:
 
     def merge(conv: Conv, q: Question) -> list[str]:
         semantic = [i for i, _ in q["sem"][:pool]]
-        typo = [i for i, _ in q["typo"][: len(q["typo_words"])]]
+        typo = [i for i, _ in q["typo"][: len(q["unmatched"])]]
         keyword = retrieval.lexical_order(retrieval.strong_matches(q["exact"][:10]), typo)
         return retrieval.interleave(semantic, keyword)[:pool]
 

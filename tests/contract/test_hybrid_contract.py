@@ -11,11 +11,12 @@ scope.
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any
 
 import pytest
 
 from jennah.domain import retrieval
-from jennah.domain.models import FilterOperator, MetadataFilter, ScopeRef
+from jennah.domain.models import FilterOperator, MetadataFilter, ScopeRef, ScoredRecord, Status
 from jennah.domain.retrieval import RetrievalMode
 from jennah.ports.store import MemoryStore
 from jennah.services.commands import ChunkInput, SupersessionInput
@@ -139,26 +140,50 @@ def test_the_typo_tolerant_search_answers_at_the_valid_time_and_under_filters(
 
 
 def test_a_word_a_chunk_holds_as_written_is_no_typo(store: MemoryStore, scope: ScopeRef) -> None:
-    """The typo-tolerant search looks for a word by its letters only when no chunk the
-    search may return (valid now, shown, filters met) holds it as written."""
+    """A word some chunk the search may return (valid at its time, shown, filters met)
+    holds as written is held (`held_words`): the query service does not look for it by
+    its letters. The store's typo-tolerant search looks for every word it is given."""
     commit_items(
         store,
         scope,
         chunks=[
             ChunkInput(text="trains to Porto", metadata={"topic": "travel"}),
             ChunkInput(text="sports day at school", metadata={"topic": "kids"}),
+            ChunkInput(text="ferry to Faro", valid_at=at(2031)),
+            ChunkInput(text="lighthouse at Aveiro", status=Status.DORMANT),
         ],
     )
-    sports = chunk_id("sports day at school")
+    words = ["porto", "portto", "sports", "faro", "aveiro"]
+    assert store.held_words(scope, words, [], NOW) == {"porto", "sports"}
+    assert store.held_words(scope, words, [], at(2032)) == {"porto", "sports", "faro"}
+    assert store.held_words(scope, words, NOT_TRAVEL, NOW) == {"sports"}
+    assert store.held_words(new_scope(scope.enterprise_id), words, [], NOW) == set()
     # "porto" and "sports" share the trigrams "por" and "ort"
-    assert store.search_words(scope, ["porto"], 10, [], NOW, fuzzy=True) == []
-    not_travel = [
-        MetadataFilter(key="topic", operator=FilterOperator.NOT_EQUALS, values=["travel"])
-    ]
-    found = store.search_words(scope, ["porto"], 10, not_travel, NOW, fuzzy=True)
-    assert [hit.record.id for hit in found] == [sports]
-    found = store.search_words(scope, ["portto", "porto"], 10, [], NOW, fuzzy=True)
-    assert chunk_id("trains to Porto") in [hit.record.id for hit in found]
+    found = store.search_words(scope, ["porto"], 10, [], NOW, fuzzy=True)
+    assert chunk_id("sports day at school") in [hit.record.id for hit in found]
+    # the word match (sports day: two words) leaves "porto" and "portto", and Porto is held
+    recorded, text = TypoSearches(store), "sports school porto portto"
+    for filters in ([], NOT_TRAVEL):
+        search(recorded, scope, text, mode=HYBRID, top_k=1, filters=filters)
+    assert recorded.words == [["portto"], ["porto", "portto"]]
+
+
+NOT_TRAVEL = [MetadataFilter(key="topic", operator=FilterOperator.NOT_EQUALS, values=["travel"])]
+
+
+class TypoSearches:
+    """A store that records the words each typo-tolerant search is given."""
+
+    def __init__(self, store: MemoryStore) -> None:
+        self.store, self.words = store, list[list[str]]()
+
+    def search_words(self, *args: Any, **kwargs: Any) -> list[ScoredRecord]:
+        if kwargs.get("fuzzy"):
+            self.words.append(list(args[1]))
+        return self.store.search_words(*args, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.store, name)
 
 
 def test_a_superseded_chunk_leaves_the_word_search_at_its_invalid_at(
@@ -190,6 +215,7 @@ def test_hybrid_interleaves_its_parts(store: MemoryStore, corpus: ScopeRef) -> N
     exact = store.search_words(corpus, words, top_k, [], as_of)
     typos = retrieval.unmatched_words(words, [hit.record.text for hit in exact])
     assert typos == ["lisbn"]  # "greyhound" is held by the word matches
+    assert store.held_words(corpus, typos, [], as_of) == set()  # and "lisbn" by no chunk
     typo = store.search_words(corpus, typos, len(typos), [], as_of, fuzzy=True)  # one a word
     semantic = store.search_chunks(corpus, EMBEDDER.embed(text), top_k, [], as_of)
     strong = retrieval.strong_matches([(hit.record.id, hit.score) for hit in exact])
@@ -280,7 +306,7 @@ def test_semantic_mode_is_unchanged(store: MemoryStore, corpus: ScopeRef) -> Non
 def test_a_word_search_answers_whole_records_without_their_embedding(
     store: MemoryStore, corpus: ScopeRef, fuzzy: bool
 ) -> None:
-    words = ["lemonn", "lisbn"] if fuzzy else ["lemon", "lisbon"]  # a held word is no typo
+    words = ["lemonn", "lisbn"] if fuzzy else ["lemon", "lisbon"]  # typos, as the service asks
     hits = store.search_words(corpus, words, 5, [], NOW, fuzzy=fuzzy)
     stored = {r.id: r for r in store.get_chunks(corpus, [h.record.id for h in hits])}
     assert {cid("tea with lemon"), cid("green tea in Lisbon")} <= {h.record.id for h in hits}

@@ -343,10 +343,7 @@ class FakeStore(FakeKeyedMemories):
             ScoredRecord(
                 record=r, score=sum(a * b for a, b in zip(vector, r.embedding or [], strict=False))
             )
-            for r in self._chunks(scope)
-            if _valid(r, as_of)
-            and r.status not in HIDDEN_STATUSES
-            and all(rules.matches_filter(r.metadata, f) for f in filters)
+            for r in self._eligible(scope, filters, as_of)
         ]
         scored.sort(key=lambda s: (-s.score, s.record.id))
         return scored[:top_k]
@@ -362,28 +359,39 @@ class FakeStore(FakeKeyedMemories):
         fuzzy: bool = False,
     ) -> list[ScoredRecord]:
         """Whole lowercase words (no stemming); with `fuzzy`, shared letter trigrams of
-        the words no eligible chunk holds whole. The score counts the words (or
-        trigrams) a text holds."""
-        eligible = [
-            r
-            for r in self._chunks(scope)
-            if _valid(r, as_of)
-            and r.status not in HIDDEN_STATUSES
-            and all(rules.matches_filter(r.metadata, f) for f in filters)
-        ]
-        if fuzzy:
-            held = {w for r in eligible for w in _WORD.findall(r.text.lower())}
-            terms = {g for w in words if w not in held for g in retrieval.trigrams(w)}
-        else:
-            terms = set(words)
+        the words. The score counts the words (or trigrams) a text holds."""
+        terms = {g for w in words for g in retrieval.trigrams(w)} if fuzzy else set(words)
         scored = []
-        for r in eligible:
+        for r in self._eligible(scope, filters, as_of):
             text = r.text.lower()
             held = terms & (set(retrieval.trigrams(text)) if fuzzy else set(_WORD.findall(text)))
             if held:
                 scored.append(ScoredRecord(record=r, score=float(len(held))))
         scored.sort(key=lambda s: (-s.score, s.record.id))
         return scored[:limit]
+
+    def held_words(
+        self,
+        scope: ScopeRef,
+        words: Sequence[str],
+        filters: Sequence[MetadataFilter],
+        as_of: datetime,
+    ) -> set[str]:
+        """The words some eligible chunk holds whole (lowercase, no stemming)."""
+        eligible = self._eligible(scope, filters, as_of)
+        return set(words) & {w for r in eligible for w in _WORD.findall(r.text.lower())}
+
+    def _eligible(
+        self, scope: ScopeRef, filters: Sequence[MetadataFilter], as_of: datetime
+    ) -> list[MemoryRecord]:
+        """The chunks a search may return: valid at `as_of`, shown, filters met."""
+        return [
+            r
+            for r in self._chunks(scope)
+            if _valid(r, as_of)
+            and r.status not in HIDDEN_STATUSES
+            and all(rules.matches_filter(r.metadata, f) for f in filters)
+        ]
 
     def get_chunks(self, scope: ScopeRef, ids: Sequence[str]) -> list[MemoryRecord]:
         return [r for r in self._chunks(scope) if r.id in set(ids)]

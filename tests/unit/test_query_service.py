@@ -11,7 +11,9 @@ import pytest
 from jennah.adapters.embedding.hashing import HashingEmbedder
 from jennah.domain import retrieval, rules
 from jennah.domain.models import (
+    CommitPlan,
     Direction,
+    FilterOperator,
     GraphEdge,
     GraphNode,
     MemoryRecord,
@@ -23,6 +25,7 @@ from jennah.domain.retrieval import RetrievalMode
 from jennah.errors import InvalidArgument
 from jennah.services.commands import GraphQuery, QueryCommand, SemanticQuery, Traversal
 from jennah.services.query import MAX_DEPTH, MAX_TOP_K, QueryResult, query
+from tests.unit.fakes import FakeStore
 
 SCOPE = ScopeRef(enterprise_id="ent", scope_id="bot")
 SEMANTIC = RetrievalMode.SEMANTIC
@@ -226,6 +229,9 @@ class PartsStore:
             ScoredRecord(record=self.records["x"], score=4.0),  # under half the best
         ][:limit]
 
+    def held_words(self, *args: Any) -> set[str]:
+        return set()  # every word the word matches leave is a typo
+
 
 def test_hybrid_leads_with_meaning_then_strong_word_matches_then_the_rest() -> None:
     command = QueryCommand(scope=SCOPE, semantic=SemanticQuery(query_text="w x", top_k=8))
@@ -377,3 +383,55 @@ def test_a_lexical_query_starts_no_embedding() -> None:
         lambda: NOW,
     )  # type: ignore[arg-type]
     assert events == ["by words"]
+
+
+class TypoStore(FakeStore):
+    """FakeStore holding a school trip, trains to Porto (travel, valid from June 2026) and
+    a sports day; it records the words each typo-tolerant search is given."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.typo_searches: list[list[str]] = []
+        june = datetime(2026, 6, 1, tzinfo=UTC)
+        chunks = [
+            MemoryRecord(id="a", scope=SCOPE, text="school trip to the sea"),
+            MemoryRecord(id="b", scope=SCOPE, text="trains to Porto", valid_at=june,
+                         metadata={"topic": "travel"}),
+            MemoryRecord(id="c", scope=SCOPE, text="sports day"),
+        ]  # fmt: skip
+        self.apply(CommitPlan(scope=SCOPE, chunks=chunks))
+
+    def search_words(self, *args: Any, **kwargs: Any) -> list[ScoredRecord]:
+        if kwargs.get("fuzzy"):
+            self.typo_searches.append(list(args[1]))
+        return super().search_words(*args, **kwargs)
+
+
+def typo_search(text: str, **semantic: Any) -> tuple[list[list[str]], list[str]]:
+    """The words each typo-tolerant search of the query was given, and the answer's ids."""
+    store = TypoStore()
+    command = QueryCommand(scope=SCOPE, semantic=SemanticQuery(query_text=text, **semantic))
+    result = query(command, store, HashingEmbedder(), lambda: NOW)
+    return store.typo_searches, [hit.record.id for hit in result.semantic or []]
+
+
+NOT_TRAVEL = MetadataFilter(key="topic", operator=FilterOperator.NOT_EQUALS, values=["travel"])
+
+
+def test_a_word_a_chunk_holds_as_written_is_no_typo() -> None:
+    # the one word match (the school trip) leaves "porto" and "lisbn"; b holds "porto"
+    assert typo_search("school trip porto lisbn", top_k=1)[0] == [["lisbn"]]
+    # held only by a chunk the search may return: filters met, valid at the query's time
+    searched, _ = typo_search("school trip porto lisbn", top_k=1, filters=[NOT_TRAVEL])
+    assert searched == [["porto", "lisbn"]]
+    may = datetime(2026, 5, 1, tzinfo=UTC)
+    assert typo_search("school trip porto lisbn", top_k=1, as_of_valid=may)[0] == [
+        ["porto", "lisbn"]
+    ]
+
+
+def test_a_lexical_query_searches_a_word_no_chunk_it_may_return_holds_by_its_letters() -> None:
+    lexical = RetrievalMode.LEXICAL
+    assert typo_search("porto", mode=lexical) == ([], ["b"])  # a word match: no typo search
+    # no travel: "porto" is no word of the chunks left, and "sports" shares "por" and "ort"
+    assert typo_search("porto", mode=lexical, filters=[NOT_TRAVEL]) == ([["porto"]], ["c"])

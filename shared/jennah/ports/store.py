@@ -83,11 +83,23 @@ class MemoryStore(KeyedMemoryStore, Protocol):
         SQLite matches Porter-stemmed words (FTS5), Spanner its full-text tokens
         (SEARCH on TOKENIZE_FULLTEXT). With `fuzzy`, a text matches when it shares
         letter trigrams with the words (SQLite's trigram FTS5 index, Spanner's
-        SEARCH_NGRAMS), so a word with one typo still finds its memory; a word that
-        some chunk the search may return (valid, shown, filters met) holds as written
-        is no typo and is not searched by its letters. The records come without their
-        embedding, as `search_chunks`'s.
+        SEARCH_NGRAMS), so a word with one typo still finds its memory; every word given
+        is searched by its letters (the caller leaves out the `held_words`, no typos).
+        The records come without their embedding, as `search_chunks`'s.
         """
+        ...
+
+    def held_words(
+        self,
+        scope: ScopeRef,
+        words: Sequence[str],
+        filters: Sequence[MetadataFilter],
+        as_of: datetime,
+    ) -> set[str]:
+        """The `words` some chunk valid at `as_of`, not hidden (HIDDEN_STATUSES) and
+        matching every filter holds as the word search reads it (SQLite's Porter-stemmed
+        words, Spanner's full-text tokens): a word a chunk the search may return holds as
+        written is no typo. One probe per word that stops at its first match."""
         ...
 
     def list_claims(

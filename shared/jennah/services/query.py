@@ -16,7 +16,7 @@ filters and valid time, so every mode answers from the same eligible memories.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import datetime
 
 from pydantic import BaseModel, Field
@@ -175,6 +175,23 @@ def hybrid_search(
     return _Search(scope, store, semantic, as_of, keep).hybrid(vector)
 
 
+def typo_words(
+    store: MemoryStore,
+    scope: ScopeRef,
+    unmatched: Sequence[str],
+    filters: Sequence[MetadataFilter],
+    as_of: datetime,
+) -> list[str]:
+    """The words worth a typo-tolerant search: of the `unmatched` ones (those a search's
+    word matches do not hold), those no chunk the search may return (valid at `as_of`,
+    shown, filters met) holds as written. A held word is no typo: its letters would only
+    find other words."""
+    if not unmatched:
+        return []
+    held = store.held_words(scope, unmatched, filters, as_of)
+    return [word for word in unmatched if word not in held]
+
+
 class _Search:
     """The parts of one semantic section, each under the section's filters and valid time
     (and of the records `keep` keeps, when given)."""
@@ -223,10 +240,13 @@ class _Search:
             limit,
         )
 
-    def typo_words(self, exact: list[ScoredRecord]) -> list[str]:
-        """The words worth a typo-tolerant search: those the word matches do not hold
-        (so a query of known words pays nothing for it)."""
+    def unmatched(self, exact: list[ScoredRecord]) -> list[str]:
+        """The words that may be typos: those (long enough) the word matches do not hold,
+        so a query of known words pays nothing for the typo-tolerant search."""
         return fuzzy_words(unmatched_words(self.words, (h.record.text for h in exact)))
+
+    def typo_words(self, unmatched: list[str]) -> list[str]:
+        return typo_words(self.store, self.scope, unmatched, self.filters, self.as_of)
 
     def by_typo(self, words: list[str], limit: int) -> list[ScoredRecord]:
         if not words:
@@ -241,22 +261,25 @@ class _Search:
     def lexical(self) -> list[ScoredRecord]:
         """The word matches, then the typo-tolerant matches; each with its store score."""
         exact = self.by_words(self.top_k)
-        fuzzy = self.by_typo(self.typo_words(exact), self.top_k) if len(exact) < self.top_k else []
+        fuzzy: list[ScoredRecord] = []
+        if len(exact) < self.top_k:
+            fuzzy = self.by_typo(self.typo_words(self.unmatched(exact)), self.top_k)
         found = {hit.record.id: hit for hit in [*fuzzy, *exact]}
         order = lexical_order([h.record.id for h in exact], [h.record.id for h in fuzzy])
         return [found[record_id] for record_id in order[: self.top_k]]
 
     def hybrid(self, vector: Callable[[], list[float]]) -> list[ScoredRecord]:
         """The top few by meaning, the strong word matches and the best typo-tolerant
-        match per typo-searched word, the rest by meaning; those whose metadata the query
-        names go first; each part needs no more than topK, except the meaning part of a
-        query naming a period (PERIOD_POOL), whose memories valid in that period then go
-        first. The score is the merged rank's (1 / rank). The word parts run first: they
-        do not need `vector()`, which the embedder may still be computing meanwhile."""
+        matches (one per word the word matches leave unmatched, held words counted), the
+        rest by meaning; those whose metadata the query names go first; each part needs
+        no more than topK, except the meaning part of a query naming a period
+        (PERIOD_POOL), whose memories valid in that period then go first. The score is
+        the merged rank's (1 / rank). The word parts run first: they do not need
+        `vector()`, which the embedder may still be computing meanwhile."""
         depth = self.top_k if self.period is None else max(self.top_k, PERIOD_POOL)
         exact = self.by_words(self.top_k)
-        typo_words = self.typo_words(exact)
-        typo = self.by_typo(typo_words, len(typo_words))
+        unmatched = self.unmatched(exact)
+        typo = self.by_typo(self.typo_words(unmatched), len(unmatched))
         semantic = self.by_meaning(vector(), depth)
         found = {hit.record.id: hit.record for hit in [*semantic, *exact, *typo]}
         strong = strong_matches([(h.record.id, h.score) for h in exact])

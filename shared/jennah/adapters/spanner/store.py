@@ -467,11 +467,8 @@ class SpannerStore(SpannerKeyedMemories):
     ) -> list[ScoredRecord]:
         """Chunks valid at `as_of` matching every filter whose full-text tokens hold one
         of `words` (SEARCH / SCORE on the search index), or with `fuzzy` that share
-        letter trigrams with those of them no such chunk holds (SEARCH_NGRAMS /
-        SCORE_NGRAMS); best first, ties by id."""
+        letter trigrams with them (SEARCH_NGRAMS / SCORE_NGRAMS); best first, ties by id."""
         terms = [word for word in dict.fromkeys(words) if word.strip()]
-        if fuzzy and terms and limit >= 1:
-            terms = [t for t in terms if not self._holds_word(scope, t, filters, as_of)]
         if not terms or limit < 1:
             return []
         query = _Query.scoped(scope)
@@ -498,6 +495,18 @@ class SpannerStore(SpannerKeyedMemories):
         )
         rows = self._execute(query, sql, "word search")
         return [ScoredRecord(record=_claim(scope, row[:-1]), score=float(row[-1])) for row in rows]
+
+    def held_words(
+        self,
+        scope: ScopeRef,
+        words: Sequence[str],
+        filters: Sequence[MetadataFilter],
+        as_of: datetime,
+    ) -> set[str]:
+        """The `words` some chunk valid at `as_of`, shown and matching every filter holds
+        among its full-text tokens."""
+        terms = [word for word in dict.fromkeys(words) if word.strip()]
+        return {term for term in terms if self._holds_word(scope, term, filters, as_of)}
 
     def _holds_word(
         self, scope: ScopeRef, word: str, filters: Sequence[MetadataFilter], as_of: datetime

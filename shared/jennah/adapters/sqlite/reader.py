@@ -311,6 +311,25 @@ def _ranked(
     """(row id, relevance) of the scope's records valid at `as_of` matching every filter
     whose text matches one of the FTS5 expressions `matches` in `index` (no row matching
     two); best first, ties by id."""
+    found, score, params = _eligible_matches(scope, index, matches, filters, as_of)
+    rows = conn.execute(
+        f"SELECT r.row_id, {score} AS score {found} ORDER BY score DESC, r.id LIMIT ?",
+        (*params, limit),
+    )
+    return [(int(row[0]), float(row[1])) for row in rows]
+
+
+def _eligible_matches(
+    scope: ScopeRef,
+    index: str,
+    matches: Sequence[str],
+    filters: Sequence[MetadataFilter],
+    as_of: int,
+) -> tuple[str, str, list[Any]]:
+    """The FROM and WHERE of the rows of `index` matching one of the FTS5 expressions
+    `matches` (no row matching two) joined to their records (`r`) of the scope valid at
+    `as_of`, shown and matching every filter; with the SQL of a row's relevance and the
+    parameters."""
     clauses, params = _metadata_clauses(filters)
     # CROSS JOIN keeps the index as the outer loop: the other order probes the MATCH
     # expression once per record of the scope, tens of times slower. Each match is
@@ -329,14 +348,12 @@ def _ranked(
         )
         found, row_id, score, match = f"({union}) AS s", "s.row_id", "s.score", ""
         match_params = tuple(p for m in matches for p in (m, *in_range))
-    rows = conn.execute(
-        f"SELECT r.row_id, {score} AS score FROM {found} "
-        f"CROSS JOIN memory_records AS r INDEXED BY memory_records_for_search "
+    sql = (
+        f"FROM {found} CROSS JOIN memory_records AS r INDEXED BY memory_records_for_search "
         f"ON r.row_id = {row_id} WHERE {match}r.enterprise_id = ? AND r.scope_id = ? "
-        f"AND {_VALID_AT} AND r.{_SHOWN}{clauses} ORDER BY score DESC, r.id LIMIT ?",
-        (*match_params, *_scope(scope), as_of, as_of, *params, limit),
+        f"AND {_VALID_AT} AND r.{_SHOWN}{clauses}"
     )
-    return [(int(row[0]), float(row[1])) for row in rows]
+    return sql, score, [*match_params, *_scope(scope), as_of, as_of, *params]
 
 
 def _with_records(
@@ -366,21 +383,13 @@ def held_words(
     """The `words` some record of the scope valid at `as_of`, shown and matching every
     filter holds as the word index reads it (Porter-stemmed): one unranked probe per word
     that stops at its first match."""
-    clauses, params = _metadata_clauses(filters)
-    sql = (
-        f"SELECT 1 FROM {WORD_INDEX} CROSS JOIN memory_records AS r "
-        f"INDEXED BY memory_records_for_search ON r.row_id = {WORD_INDEX}.rowid "
-        f"WHERE {WORD_INDEX} MATCH ? AND {WORD_INDEX}.{_IN_SCOPE_RANGE} "
-        f"AND r.enterprise_id = ? AND r.scope_id = ? "
-        f"AND {_VALID_AT} AND r.{_SHOWN}{clauses} LIMIT 1"
-    )
-    in_range = _scope(scope) * 3
-    return {
-        word
-        for word in words
-        if word.strip()
-        and conn.execute(sql, (quoted(word), *in_range, as_of, as_of, *params)).fetchone()
-    }
+    held: set[str] = set()
+    for word in words:
+        if word.strip():
+            found, _, params = _eligible_matches(scope, WORD_INDEX, [quoted(word)], filters, as_of)
+            if conn.execute(f"SELECT 1 {found} LIMIT 1", params).fetchone():
+                held.add(word)
+    return held
 
 
 def quoted(term: str) -> str:

@@ -245,15 +245,13 @@ class SqliteStore(SqliteKeyedMemories):
     ) -> list[ScoredRecord]:
         """Chunks valid at `as_of` matching every filter whose text holds one of `words`
         (Porter-stemmed FTS5), or with `fuzzy` holds two consecutive letter trigrams of
-        one of the words no such chunk holds (the trigram FTS5 index); best first by
-        BM25, ties by id."""
+        one of the words (the trigram FTS5 index); best first by BM25, ties by id."""
         if limit < 1:
             return []
         instant = codec.required_micros(as_of)
         with self._pool.connection() as conn:
             if fuzzy:
-                held = reader.held_words(conn, scope, words, filters, instant)
-                match = _trigram_match([word for word in words if word not in held])
+                match = _trigram_match(words)
                 if not match:
                     return []
                 found = reader.search_text(
@@ -267,6 +265,19 @@ class SqliteStore(SqliteKeyedMemories):
                 with read_transaction(conn):
                     found = reader.search_words(conn, scope, phrases, limit, filters, instant)
         return [ScoredRecord(record=record, score=score) for record, score in found]
+
+    def held_words(
+        self,
+        scope: ScopeRef,
+        words: Sequence[str],
+        filters: Sequence[MetadataFilter],
+        as_of: datetime,
+    ) -> set[str]:
+        """The `words` some chunk valid at `as_of`, shown and matching every filter holds
+        as the word index reads it (Porter-stemmed)."""
+        instant = codec.required_micros(as_of)
+        with self._pool.connection() as conn:
+            return reader.held_words(conn, scope, words, filters, instant)
 
     def warm_indexes(self) -> int:
         """Build the vector index of the scopes that fit the index budget now, largest
