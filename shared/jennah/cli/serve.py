@@ -53,7 +53,10 @@ FORMATION_MODELS = ("rules", "vertex", "local")
     (without its packages jnh serve says so and uses rules); rules, offline and
     deterministic; or vertex, Gemini on Vertex AI with JENNAH_VERTEX_PROJECT. Formations
     run as operations on a pool of JENNAH_LOCAL_FORM_WORKERS threads (4), as the
-    form-worker function runs them in production. The local enterprise is on the
+    form-worker function runs them in production; one at a time does its own work, the
+    others wait meanwhile on their model or for their turn, and requests are served
+    before formations where both wait (the file's write lock, the embedding model).
+    The local enterprise is on the
     Enterprise plan. --host and --port default to those of JENNAH_ENDPOINT
     (http://127.0.0.1:8080).
 

@@ -10,6 +10,8 @@ any load a formation still moves on. With nothing waiting, the mark changes noth
 
 from __future__ import annotations
 
+import threading
+from collections import deque
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -51,3 +53,72 @@ class Turns:
         if background_waiting:
             self._passed += 1
         return False
+
+
+class Slots:
+    """At most `count` holders at once in this process. A holder may give its slot up for a
+    while (`given_up`), while it waits on something that needs no CPU here; taking it back,
+    it goes before the callers still waiting to begin (so what is under way finishes
+    first), and those begin in the order they asked."""
+
+    def __init__(self, count: int) -> None:
+        if count < 1:
+            raise ValueError("a Slots needs at least one slot")
+        self._changed = threading.Condition(threading.Lock())
+        self._free = count
+        # tickets: holders taking their slot back, then callers to begin, each in order
+        self._returning: deque[object] = deque()
+        self._waiting: deque[object] = deque()
+        self._holding = threading.local()
+
+    @contextmanager
+    def held(self) -> Iterator[None]:
+        """A slot for the block, waiting for one first."""
+        self._take(self._waiting)
+        try:
+            yield
+        finally:
+            self._give()
+
+    @contextmanager
+    def given_up(self) -> Iterator[None]:
+        """Inside `held` in this thread: the slot is free for the block, then taken back
+        (after those already waiting). Elsewhere: nothing."""
+        if not getattr(self._holding, "on", False):
+            yield
+            return
+        self._give()
+        try:
+            yield
+        finally:
+            self._take(self._returning)
+
+    def waiting(self) -> int:
+        """How many callers wait for a slot now (to begin or to take theirs back)."""
+        with self._changed:
+            return len(self._returning) + len(self._waiting)
+
+    def _take(self, line: deque[object]) -> None:
+        ticket = object()
+        with self._changed:
+            line.append(ticket)
+            try:
+                while not self._free or self._next() is not ticket:
+                    self._changed.wait()
+            except BaseException:
+                line.remove(ticket)
+                self._changed.notify_all()
+                raise
+            line.popleft()
+            self._free -= 1
+            self._changed.notify_all()  # the next in line may find a slot too
+        self._holding.on = True
+
+    def _next(self) -> object:
+        return self._returning[0] if self._returning else self._waiting[0]
+
+    def _give(self) -> None:
+        self._holding.on = False
+        with self._changed:
+            self._free += 1
+            self._changed.notify_all()
