@@ -9,7 +9,6 @@ only pass wrongly on a slow machine, never fail wrongly).
 from __future__ import annotations
 
 import threading
-import time
 from pathlib import Path
 from typing import Any
 
@@ -17,8 +16,8 @@ from jennah.adapters.models.scripted import ScriptedModel
 from jennah.ports.model import ModelResult
 from tests.integration.test_api_form import TOKYO, _extraction, ok, sqlite_api
 from tests.integration.test_formation_operations import poll
+from tests.support.threads import WAIT_S, until
 
-WAIT_S = 60.0
 ONE_FACT = _extraction(("The user lives in Tokyo.", "I live in Tokyo"))
 
 
@@ -64,9 +63,6 @@ def test_a_delivery_waits_for_the_platform_slot(tmp_path: Path) -> None:
         slots = api.container.form_slots
         with slots.held():
             name = ok(api.post("/v1/agents/bot-a/memory:form", TOKYO | {"async": True}))["name"]
-            deadline = time.monotonic() + WAIT_S
-            while slots.waiting() == 0:  # the delivery asks for the slot held here
-                assert time.monotonic() < deadline, "the delivery never asked for a slot"
-                time.sleep(0.001)
+            until(lambda: slots.waiting() == 1)  # the delivery asks for the slot held here
             assert ok(api.get(f"/v1/{name}"))["done"] is False
         assert poll(api, name)["metadata"]["state"] == "SUCCEEDED"

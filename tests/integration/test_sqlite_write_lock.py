@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import functools
 import threading
-import time
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -21,22 +20,9 @@ from jennah.adapters.sqlite.store import SqliteStore
 from jennah.domain.models import CommitPlan, MemoryRecord, ScopeRef
 from jennah.domain.rules import chunk_id, content_hash
 from jennah.ports.work import BACKGROUND_EVERY, background
+from tests.support.threads import WAIT_S, started, until
 
-WAIT_S = 60.0
 SCOPE = ScopeRef(enterprise_id="e", scope_id="s")
-
-
-def _until(condition: Callable[[], bool]) -> None:
-    deadline = time.monotonic() + WAIT_S
-    while not condition():
-        assert time.monotonic() < deadline, "the condition never came true"
-        time.sleep(0.001)
-
-
-def _thread(target: Callable[[], None]) -> threading.Thread:
-    thread = threading.Thread(target=target, daemon=True)
-    thread.start()
-    return thread
 
 
 def test_every_spelling_of_a_file_names_one_lock_and_other_files_their_own(
@@ -69,8 +55,8 @@ def _held_back(path: Path, write: Callable[[], object]) -> None:
 
     lock.acquire()
     try:
-        thread = _thread(run)
-        _until(lambda: lock.waiting() == (1, 0))
+        thread = started(run)
+        until(lambda: lock.waiting() == (1, 0))
         assert not done.wait(timeout=0.2)
     finally:
         lock.release()
@@ -112,9 +98,9 @@ def _queue_in_order(lock: WriteLock, kinds: list[bool]) -> list[bool]:
 
     lock.acquire()
     for i, kind in enumerate(kinds):
-        threads.append(_thread(functools.partial(waiter, kind)))
+        threads.append(started(functools.partial(waiter, kind)))
         waiting = (kinds[: i + 1].count(False), kinds[: i + 1].count(True))
-        _until(functools.partial(lambda w: lock.waiting() == w, waiting))
+        until(functools.partial(lambda w: lock.waiting() == w, waiting))
     lock.release()
     for thread in threads:
         thread.join(timeout=WAIT_S)

@@ -9,14 +9,11 @@ from __future__ import annotations
 
 import functools
 import threading
-import time
-from collections.abc import Callable
 
 import pytest
 
 from jennah.ports.work import BACKGROUND_EVERY, Slots, Turns, background, in_background
-
-WAIT_S = 60.0
+from tests.support.threads import WAIT_S, started, until
 
 
 def test_background_marks_the_work_inside_only() -> None:
@@ -40,19 +37,6 @@ def test_a_waiting_background_caller_goes_after_at_most_background_every_interac
     assert not Turns().background_next(False, False)
 
 
-def _until(condition: Callable[[], bool]) -> None:
-    deadline = time.monotonic() + WAIT_S
-    while not condition():
-        assert time.monotonic() < deadline, "the condition never came true"
-        time.sleep(0.001)
-
-
-def _start(target: Callable[[], None]) -> threading.Thread:
-    thread = threading.Thread(target=target, daemon=True)
-    thread.start()
-    return thread
-
-
 def test_a_slot_is_held_by_one_caller_at_a_time_in_the_order_they_asked() -> None:
     slots, order = Slots(1), []
     first_in, release = threading.Event(), threading.Event()
@@ -67,11 +51,11 @@ def test_a_slot_is_held_by_one_caller_at_a_time_in_the_order_they_asked() -> Non
         with slots.held():
             order.append(name)
 
-    threads = [_start(first)]
+    threads = [started(first)]
     assert first_in.wait(WAIT_S)
     for count, name in enumerate(("second", "third"), start=1):
-        threads.append(_start(functools.partial(later, name)))
-        _until(lambda count=count: slots.waiting() == count)  # type: ignore[misc]
+        threads.append(started(functools.partial(later, name)))
+        until(lambda count=count: slots.waiting() == count)  # type: ignore[misc]
     release.set()
     for thread in threads:
         thread.join(WAIT_S)
@@ -102,14 +86,14 @@ def test_a_slot_given_up_serves_a_waiting_caller_and_comes_back_before_callers_t
         with slots.held():
             order.append("late")
 
-    first = _start(holder)
+    first = started(holder)
     assert giving_up.wait(WAIT_S)  # the holder's slot is free: "other" takes it
-    second = _start(other)
+    second = started(other)
     assert other_in.wait(WAIT_S)
-    third = _start(late)  # waits to begin
-    _until(lambda: slots.waiting() == 1)
+    third = started(late)  # waits to begin
+    until(lambda: slots.waiting() == 1)
     come_back.set()  # the holder asks for its slot back after "late" asked to begin
-    _until(lambda: slots.waiting() == 2)
+    until(lambda: slots.waiting() == 2)
     other_out.set()
     for thread in (first, second, third):
         thread.join(WAIT_S)
