@@ -8,7 +8,7 @@ from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from jennah.adapters.sqlite import bm25, codec
-from jennah.adapters.sqlite.schema import ROW_RANGE
+from jennah.adapters.sqlite.schema import in_scope_range
 from jennah.adapters.sqlite.vector_index import IndexEntry, IndexRow
 from jennah.domain import rules
 from jennah.domain.card import CardKey, ClaimFilter
@@ -56,8 +56,7 @@ def _scope(scope: ScopeRef) -> tuple[str, str]:
 
 # `rowid` of an FTS5 index within the scope's range of row ids (schema.py; ? ?: the scope,
 # twice): FTS5 reads only that range of each matching word's rows, not every scope's.
-_ORDINAL = f"(SELECT ordinal * {ROW_RANGE} FROM scope_ordinals WHERE {_IN_SCOPE})"
-_IN_SCOPE_RANGE = f"rowid BETWEEN {_ORDINAL} + 1 AND {_ORDINAL} + {ROW_RANGE - 1}"
+_IN_SCOPE_RANGE = in_scope_range("rowid", f"(SELECT ordinal FROM scope_ordinals WHERE {_IN_SCOPE})")
 
 
 def _batches(values: Sequence[str]) -> Iterator[list[str]]:

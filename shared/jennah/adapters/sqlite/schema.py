@@ -471,6 +471,13 @@ def _create(conn: Connection, version: int) -> None:
 ROW_RANGE = 1 << 32
 
 
+def in_scope_range(row_id: str, ordinal: str) -> str:
+    """SQL: the row id `row_id` lies in the range of the scope numbered `ordinal` (both SQL
+    expressions)."""
+    start = f"{ordinal} * {ROW_RANGE}"
+    return f"{row_id} BETWEEN {start} + 1 AND {start} + {ROW_RANGE - 1}"
+
+
 def _move_rows_into_scope_ranges(conn: Connection) -> None:
     """Number the scopes holding rows in the order of their first row, move each row into
     its scope's range (its old row id, below ROW_RANGE, added to the range's start) and

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from jennah.adapters.sqlite import codec
-from jennah.adapters.sqlite.schema import ROW_RANGE, SCOPED_TABLES
+from jennah.adapters.sqlite.schema import ROW_RANGE, SCOPED_TABLES, in_scope_range
 from jennah.domain import rules
 from jennah.domain.models import ClaimUpdate, CommitPlan, CommitResult, ScopeRef, Supersession
 from jennah.errors import Aborted, AlreadyExists, NotFound
@@ -25,8 +25,7 @@ if TYPE_CHECKING:
 _UPSERT_RECORD = f"""
 INSERT INTO memory_records (row_id, {codec.RECORD_COLUMNS}) VALUES (
   (SELECT 1 + coalesce(
-     (SELECT max(row_id) FROM memory_records
-      WHERE row_id > o.ordinal * {ROW_RANGE} AND row_id < (o.ordinal + 1) * {ROW_RANGE}),
+     (SELECT max(row_id) FROM memory_records WHERE {in_scope_range("row_id", "o.ordinal")}),
      o.ordinal * {ROW_RANGE})
    FROM scope_ordinals AS o WHERE o.enterprise_id = :enterprise_id AND o.scope_id = :scope_id),
   :enterprise_id, :scope_id, :id, :key, :revision, :content_hash, :text, :summary, :about,
